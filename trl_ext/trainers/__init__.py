@@ -1,0 +1,6 @@
+"""Trainers: thin subclasses of TRL's GRPOTrainer."""
+
+from .dapo_config import DAPOConfig
+from .dapo_trainer import DAPOTrainer
+
+__all__ = ["DAPOConfig", "DAPOTrainer"]

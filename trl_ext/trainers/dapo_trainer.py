@@ -1,0 +1,251 @@
+"""`DAPOTrainer`: TRL's `GRPOTrainer` with DAPO's dynamic sampling and built-in soft overlong punishment."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any
+
+import torch
+from datasets import IterableDataset
+from transformers.utils import logging
+from trl import GRPOTrainer
+
+from ..rewards.length import SoftOverlongPunishment
+from ..sampling import (
+    KeepRateEstimator,
+    RefillSampler,
+    concat_selected_rows,
+    filter_rewards,
+    groups_to_keep,
+    informative_group_mask,
+    prompts_to_request,
+)
+from .dapo_config import DAPOConfig
+
+logger = logging.get_logger(__name__)
+
+# Names under which overlong penalties show up in the reward functions: ours, and TRL's
+# `get_soft_overlong_punishment`. They never decide whether a group is informative.
+_OVERLONG_REWARD_NAMES = frozenset({SoftOverlongPunishment.__name__, "soft_overlong_punishment_reward"})
+
+
+class DAPOTrainer(GRPOTrainer):
+    """Trainer for DAPO ([arXiv 2503.14476](https://huggingface.co/papers/2503.14476)).
+
+    A drop-in replacement for [`~trl.GRPOTrainer`], with the same constructor: swap the import and the class
+    names (`GRPOTrainer` -> `DAPOTrainer`, `GRPOConfig` -> `DAPOConfig`) and the script trains with DAPO. On top of
+    TRL's clip-higher and token-level loss, it adds:
+
+    - **dynamic sampling**: after generation and scoring, prompt groups whose filter reward has zero variance are
+      dropped and fresh prompts are generated until the batch holds only informative groups. Every process takes
+      the same decisions from gathered rewards and runs the same number of rounds. The number of prompts per round
+      adapts to the keep rate of recent rounds, so a typical step needs one round;
+    - **soft overlong punishment**, added as the reward function `soft_overlong_punishment`.
+
+    Metrics, per generation batch: `dynamic_sampling/generation_rounds`, `dynamic_sampling/prompts_sampled`,
+    `dynamic_sampling/groups_kept_fraction`, `dynamic_sampling/zero_std_fraction` (before filtering) and
+    `dynamic_sampling/rounds_exhausted`. TRL's own reward and completion metrics describe every generated sample,
+    kept or not.
+    """
+
+    _tag_names = ["trl", "dapo", "trl-ext"]
+    _name = "DAPO"
+
+    def __init__(self, *args, **kwargs):
+        arguments = _GRPO_INIT_SIGNATURE.bind(self, *args, **kwargs)
+        arguments.apply_defaults()
+        arguments = dict(arguments.arguments)
+        del arguments["self"]
+
+        config = arguments["args"]
+        if config is None:
+            model = arguments["model"]
+            model_name = model if isinstance(model, str) else model.config._name_or_path
+            config = DAPOConfig(f"{model_name.split('/')[-1]}-DAPO")
+        elif not isinstance(config, DAPOConfig):
+            raise TypeError(
+                f"DAPOTrainer needs a DAPOConfig, got {type(config).__name__}. Replace `GRPOConfig(...)` with "
+                "`DAPOConfig(...)` (same arguments): `from trl_ext import DAPOConfig`."
+            )
+        if config.soft_overlong_punishment:
+            config, arguments["reward_funcs"], arguments["reward_processing_classes"] = _with_overlong_punishment(
+                config, arguments["reward_funcs"], arguments["reward_processing_classes"]
+            )
+        arguments["args"] = config
+        super().__init__(**arguments)
+
+        if self.args.dynamic_sampling:
+            self._setup_dynamic_sampling()
+
+    __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
+
+    def _setup_dynamic_sampling(self):
+        if isinstance(self.train_dataset, IterableDataset):
+            raise ValueError(
+                "Dynamic sampling draws extra prompts by index, which an IterableDataset does not allow. Pass a "
+                "map-style `datasets.Dataset` as train_dataset, or set `dynamic_sampling=False` in DAPOConfig."
+            )
+        if self._is_vlm:
+            raise ValueError(
+                "Dynamic sampling does not support vision-language models yet. Set `dynamic_sampling=False` in "
+                "DAPOConfig."
+            )
+        self._filter_mask, self._filter_weights = self._resolve_filter_reward()
+        self._refill_sampler = RefillSampler(
+            dataset_size=len(self.train_dataset),
+            seed=self.args.seed,
+            num_processes=self.accelerator.num_processes,
+            process_index=self.accelerator.process_index,
+        )
+        self._keep_rate = KeepRateEstimator()
+        self._last_rewards_per_func: torch.Tensor | None = None
+
+    def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Which reward functions decide informativeness, and with what weights."""
+        names = self.reward_func_names
+        wanted = self.args.dynamic_sampling_filter_reward
+        if wanted is not None:
+            if wanted not in names:
+                raise ValueError(
+                    f"dynamic_sampling_filter_reward={wanted!r} is not one of the trainer's reward functions: "
+                    f"{names}. Use one of these names, or None for the weighted sum of all of them."
+                )
+            used = torch.tensor([name == wanted for name in names])
+            return used, torch.ones(len(names))
+        used = torch.tensor([name not in _OVERLONG_REWARD_NAMES for name in names])
+        if not used.any():
+            raise ValueError(
+                "Dynamic sampling needs a reward that judges answers, but the only reward functions are overlong "
+                f"penalties ({names}). Add a verifier reward, or set `dynamic_sampling=False` in DAPOConfig."
+            )
+        return used, self.reward_weights
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep the gathered rewards of the last round: the filter decides from them.
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._last_rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
+        if self.args.dynamic_sampling and self.model.training:
+            return self._generate_informative_batch(inputs)
+        return super()._generate_and_score_completions(inputs)
+
+    def _generate_informative_batch(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        """Generate and score rounds until every process holds `len(inputs) // G` informative groups.
+
+        Decisions come from rewards gathered over all processes, so every process runs the same rounds with the
+        same number of prompts (scoring holds collectives). A process that fills its quota early keeps generating
+        with the others and discards the surplus.
+        """
+        group_size = self.num_generations
+        num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
+        groups_needed = len(inputs) // group_size
+        max_prompts = max(groups_needed, int(groups_needed * self.args.dynamic_sampling_max_oversampling))
+        step = self.state.global_step
+
+        kept_per_process = torch.zeros(num_processes, dtype=torch.long)
+        outputs, kept_groups, spare_groups = [], [], []
+        groups_sampled = informative_sampled = 0
+
+        extra = self._prompts_for(groups_needed, max_prompts) - groups_needed
+        round_inputs = inputs + self._refill_inputs(extra, step, round_index=0)
+        for round_index in range(self.args.dynamic_sampling_max_rounds):
+            if round_index > 0:
+                deficit = int((groups_needed - kept_per_process).max())
+                round_inputs = self._refill_inputs(self._prompts_for(deficit, max_prompts), step, round_index)
+            output = super()._generate_and_score_completions(round_inputs)
+
+            rewards = filter_rewards(self._last_rewards_per_func, self._filter_weights, self._filter_mask)
+            informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
+            self._keep_rate.update(int(informative.sum()), informative.numel())
+            groups_sampled += informative.numel()
+            informative_sampled += int(informative.sum())
+
+            outputs.append(output)
+            kept_groups.append(groups_to_keep(informative[rank], groups_needed - int(kept_per_process[rank])))
+            spare_groups.append((~informative[rank]).nonzero(as_tuple=True)[0])
+            kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
+            if bool((kept_per_process >= groups_needed).all()):
+                exhausted = False
+                break
+        else:
+            exhausted = True
+            self._on_rounds_exhausted(int(kept_per_process.min()), groups_needed)
+            shortfall = groups_needed - int(kept_per_process[rank])
+            for round_index, spare in enumerate(spare_groups):
+                filling, shortfall = spare[:shortfall], shortfall - len(spare[:shortfall])
+                kept_groups[round_index] = torch.cat([kept_groups[round_index], filling])
+
+        rows = [_group_rows(groups, group_size) for groups in kept_groups]
+        batch = concat_selected_rows(outputs, rows, pad_token_id=self._tokenizer.pad_token_id)
+        # The token-level loss divides by the number of loss tokens in the batch: count the kept rows only.
+        loss_mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+        batch["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+
+        metrics = self._metrics["train"]
+        metrics["dynamic_sampling/generation_rounds"].append(float(len(outputs)))
+        metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
+        metrics["dynamic_sampling/groups_kept_fraction"].append(groups_needed * num_processes / groups_sampled)
+        metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
+        metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
+        return batch
+
+    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
+        keep_rate = self._keep_rate.estimate()
+        return prompts_to_request(
+            groups_needed,
+            keep_rate=1.0 if keep_rate is None else keep_rate,
+            confidence=self.args.dynamic_sampling_confidence,
+            max_prompts=max_prompts,
+        )
+
+    def _refill_inputs(self, num_prompts: int, step: int, round_index: int) -> list[dict[str, Any]]:
+        """`num_prompts` fresh training rows for this process, each repeated once per generation."""
+        indices = self._refill_sampler.indices(num_prompts, step, round_index) if num_prompts > 0 else []
+        rows = [self.train_dataset[index] for index in indices]
+        # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
+        return [dict(row) for row in rows for _ in range(self.num_generations)]
+
+    def _on_rounds_exhausted(self, fewest_kept: int, groups_needed: int):
+        message = (
+            f"Dynamic sampling ran {self.args.dynamic_sampling_max_rounds} generation rounds "
+            f"(dynamic_sampling_max_rounds) at step {self.state.global_step} and a process still holds only "
+            f"{fewest_kept} of its {groups_needed} informative prompt groups: most groups get identical rewards "
+            "(the task is too easy or too hard for the model, or the reward does not discriminate)."
+        )
+        if self.args.dynamic_sampling_on_exhausted == "raise":
+            raise RuntimeError(
+                message + " Raise dynamic_sampling_max_rounds, check the rewards, or set "
+                "dynamic_sampling_on_exhausted='warn' to train on the partial batch."
+            )
+        logger.warning(
+            message + " The batch is completed with uninformative groups (zero advantage, no gradient); see the "
+            "metric dynamic_sampling/rounds_exhausted."
+        )
+
+
+_GRPO_INIT_SIGNATURE = inspect.signature(GRPOTrainer.__init__)
+
+
+def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Row indices of the completions of `groups`, whose completions are stored contiguously."""
+    return (groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
+
+
+def _with_overlong_punishment(config: DAPOConfig, reward_funcs, reward_processing_classes):
+    """Append the soft overlong punishment to the reward functions, without touching the user's objects."""
+    if reward_funcs is None:
+        reward_funcs = []
+    elif not isinstance(reward_funcs, list):
+        reward_funcs = [reward_funcs]
+    punishment = SoftOverlongPunishment(config.max_completion_length, config.overlong_buffer_length)
+    config = copy.copy(config)
+    user_weights = config.reward_weights if config.reward_weights is not None else [1.0] * len(reward_funcs)
+    config.reward_weights = [*user_weights, config.overlong_penalty_factor]
+    if reward_processing_classes is not None:
+        if not isinstance(reward_processing_classes, list):
+            reward_processing_classes = [reward_processing_classes]
+        reward_processing_classes = [*reward_processing_classes, None]
+    return config, [*reward_funcs, punishment], reward_processing_classes
