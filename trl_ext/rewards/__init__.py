@@ -1,10 +1,13 @@
 """Rule-based verifiable rewards, by name: `get_reward("math")`, `build_reward_funcs(["math", "think_format"])`.
 
-`list_rewards()` lists the registered names with a one-line description each.
+`list_rewards()` lists the registered names with a one-line description each. Importing this package
+registers every built-in reward.
 """
 
+from . import answers, dapo, format, math_equivalence, shaping, structured  # noqa: F401  (registration)
 from .base import Reward, completion_text, dataset_column, message_text
 from .length import SoftOverlongPunishment, soft_overlong_penalty
+from .pool import Outcome, TimeoutPool, run_with_timeout_pool, shared_pool
 from .registry import (
     AsyncReward,
     build_reward_funcs,
@@ -18,8 +21,10 @@ from .registry import (
 
 __all__ = [
     "AsyncReward",
+    "Outcome",
     "Reward",
     "SoftOverlongPunishment",
+    "TimeoutPool",
     "build_reward_funcs",
     "call_reward",
     "completion_text",
@@ -30,5 +35,7 @@ __all__ = [
     "parse_reward_spec",
     "register_reward",
     "reward_entry",
+    "run_with_timeout_pool",
+    "shared_pool",
     "soft_overlong_penalty",
 ]

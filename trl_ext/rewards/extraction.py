@@ -1,0 +1,128 @@
+"""Finding the final answer in a completion: pure string functions shared by the verifiers.
+
+Each returns the answer's text, or None when the completion holds no answer of that form.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "answer_line",
+    "auto_answer",
+    "gsm8k_answer",
+    "last_boxed",
+    "last_number",
+    "strip_math_delimiters",
+    "tag_content",
+]
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\b")
+_ANSWER_LINE = re.compile(r"(?i)\banswer\s*(?:is\s*)?[:：]\s*([^\n]*)")
+_GSM8K = re.compile(r"####\s*([^\n]*)")
+# Numbers as people write them: -1,234.5, .5, 1e-3, 3/4 (a fraction reads as one number).
+_NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
+
+
+def _balanced_group(text: str, start: int) -> tuple[str, int] | None:
+    """Content of the `{...}` group opening at `text[start]` and the index after it, or None if unclosed."""
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == "\\":  # an escaped brace (\{ or \}) is content, not grouping
+            continue
+        if char == "{" and (index == 0 or text[index - 1] != "\\"):
+            depth += 1
+        elif char == "}" and (index == 0 or text[index - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : index], index + 1
+    return None
+
+
+def boxed_spans(text: str) -> list[tuple[int, str]]:
+    """`(position, content)` of every `\\boxed{...}` / `\\fbox{...}` (and brace-less `\\boxed 5`), in order."""
+    spans = []
+    for match in _BOXED.finditer(text):
+        position = match.end()
+        while position < len(text) and text[position] == " ":
+            position += 1
+        if position < len(text) and text[position] == "{":
+            group = _balanced_group(text, position)
+            if group is not None:
+                spans.append((match.start(), group[0]))
+        elif position > match.end():  # `\boxed 5`: one token up to the next space or `$`
+            token = re.match(r"[^\s$]+", text[position:])
+            if token:
+                spans.append((match.start(), token.group(0)))
+    return spans
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last non-empty `\\boxed{}` (or `\\fbox{}`), nested braces kept whole."""
+    for _, content in reversed(boxed_spans(text)):
+        if content.strip():
+            return content.strip()
+    return None
+
+
+def answer_line(text: str, pattern: re.Pattern | str | None = None) -> str | None:
+    """Rest of the line after the last `Answer:` (case-insensitive; `The answer is: x` too), Markdown stripped."""
+    regex = _ANSWER_LINE if pattern is None else re.compile(pattern)
+    matches = regex.findall(text)
+    if not matches:
+        return None
+    answer = matches[-1].strip().strip("*").strip()
+    return answer or None
+
+
+def gsm8k_answer(text: str) -> str | None:
+    """Text after the last `####` marker (GSM8K's worked answers end with `#### 72`)."""
+    matches = _GSM8K.findall(text)
+    return matches[-1].strip() or None if matches else None
+
+
+def tag_content(text: str, tag: str) -> str | None:
+    """Content of the last `<tag>...</tag>` block."""
+    matches = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.DOTALL)
+    return matches[-1].strip() if matches else None
+
+
+def strip_math_delimiters(answer: str) -> str:
+    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` -> `x`; a trailing sentence period goes too."""
+    answer = answer.strip()
+    for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
+        if answer.startswith(left) and answer.endswith(right) and len(answer) >= len(left) + len(right):
+            answer = answer[len(left) : len(answer) - len(right)].strip()
+            break
+    return answer.rstrip(".").strip()
+
+
+def auto_answer(text: str) -> str | None:
+    """The final answer by the usual conventions, whichever comes last in the text: the last `\\boxed{}`,
+    the last `Answer:` line, the last `<answer>` tag; or None."""
+    candidates = []
+    spans = [(position, content) for position, content in boxed_spans(text) if content.strip()]
+    if spans:
+        candidates.append((spans[-1][0], spans[-1][1].strip()))
+    line_matches = list(_ANSWER_LINE.finditer(text))
+    for match in reversed(line_matches):
+        answer = match.group(1).strip().strip("*").strip()
+        if answer:
+            candidates.append((match.start(), answer))
+            break
+    tag_matches = list(re.finditer(r"<answer>(.*?)</answer>", text, flags=re.DOTALL))
+    if tag_matches and tag_matches[-1].group(1).strip():
+        candidates.append((tag_matches[-1].start(), tag_matches[-1].group(1).strip()))
+    if not candidates:
+        return None
+    # An `Answer: $\boxed{5}$` line contains the box: the box is the more precise span.
+    position, answer = max(candidates, key=lambda candidate: candidate[0])
+    inner = last_boxed(answer)
+    return inner if inner is not None else answer
+
+
+def last_number(text: str) -> str | None:
+    """The last number written in `text` (thousands separators, decimals, exponents, `a/b` fractions)."""
+    numbers = [match.group(0) for match in _NUMBER.finditer(text) if re.search(r"\d", match.group(0))]
+    return numbers[-1].strip() if numbers else None

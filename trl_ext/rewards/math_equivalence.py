@@ -1,0 +1,346 @@
+"""`math`: mathematical equivalence of the final answer with the reference, by `math-verify`.
+
+`math-verify` parses LaTeX and plain answers into sympy and compares them (fractions and decimals, sets in
+any order, intervals, expanded and factored forms, percent, units). What it misses on real data, and what
+this module adds before calling it:
+
+- finding the answer: the last non-empty `\\boxed{}` or `\\fbox{}`, or `Answer: ...` line, whichever comes
+  last; an anchored phrase ("the final answer is ...") found by math-verify; or a completion that is
+  nothing but the answer (`1/2`, `$x^2+2x$`);
+- brace-less TeX shorthand (`\\frac12`, `\\tfrac34`, `\\frac 12`, `\\sqrt2`), which math-verify misreads
+  (`\\frac 12` as 12) or drops;
+- dollar amounts in the reference (`\\$10`, unparsable for math-verify, so the example would be lost),
+  thin-space digit groups (`1\\,000`), `\\varnothing`, Unicode math (`π`, `√2`, `≤`), and a trailing period
+  or comma inside the box (`\\boxed{6.}`);
+- an inequality answered for an interval reference (`x \\geq 2` for `[2, \\infty)`): math-verify accepts
+  only the other direction.
+
+`verify_math_answer` is the pure function; `MathReward` runs it in the verification process pool with a
+hard per-item timeout (math-verify's own timeouts use `signal.alarm`, which only works in the main thread).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .base import Reward, dataset_column, scores_for
+from .extraction import auto_answer, boxed_spans, gsm8k_answer, last_boxed, strip_math_delimiters
+from .pool import TimeoutPool, shared_pool
+from .registry import register_reward
+
+__all__ = ["MathReward", "MathVerifier", "extract_math_answer", "normalize_math_answer", "verify_math_answer"]
+
+_UNICODE = {
+    "−": "-", "–": "-", "×": r"\times ", "÷": r"\div ", "·": r"\cdot ", "π": r"\pi ", "∞": r"\infty ",
+    "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ", "°": r"^\circ", "∪": r"\cup ", "∩": r"\cap ", "∅": r"\emptyset ",
+    "½": r"\frac{1}{2}", "¼": r"\frac{1}{4}", "¾": r"\frac{3}{4}",
+}
+
+
+def _tex_argument(text: str, start: int) -> tuple[str, int] | None:
+    """One TeX macro argument at `text[start:]` (spaces skipped): a `{...}` group, a `\\command`, or one
+    character. Returns the argument without braces and the index after it."""
+    index = start
+    while index < len(text) and text[index] == " ":
+        index += 1
+    if index >= len(text):
+        return None
+    if text[index] == "{":
+        depth = 0
+        for end in range(index, len(text)):
+            if text[end] == "{":
+                depth += 1
+            elif text[end] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[index + 1 : end], end + 1
+        return None
+    if text[index] == "\\":
+        command = re.match(r"\\[A-Za-z]+|\\.", text[index:])
+        return command.group(0), index + len(command.group(0))
+    return text[index], index + 1
+
+
+def _brace_shorthand(text: str) -> str:
+    """`\\frac12` / `\\frac 1 2` / `\\dfrac{1}2` -> `\\frac{1}{2}` and `\\sqrt2` -> `\\sqrt{2}`, as TeX reads them."""
+    out, index = [], 0
+    pattern = re.compile(r"\\[dt]?frac(?![A-Za-z])|\\sqrt(?![A-Za-z])")
+    while True:
+        match = pattern.search(text, index)
+        if match is None:
+            out.append(text[index:])
+            return "".join(out)
+        out.append(text[index : match.start()])
+        is_frac = "frac" in match.group(0)
+        position = match.end()
+        root = ""
+        if not is_frac:
+            optional = re.match(r"\s*\[([^\]]*)\]", text[position:])  # \sqrt[3]{x}
+            if optional:
+                root = f"[{optional.group(1)}]"
+                position += optional.end()
+        arguments = []
+        for _ in range(2 if is_frac else 1):
+            argument = _tex_argument(text, position)
+            if argument is None:
+                break
+            arguments.append(_brace_shorthand(argument[0]))
+            position = argument[1]
+        expected = 2 if is_frac else 1
+        if len(arguments) < expected:  # malformed: leave it for math-verify to reject
+            out.append(text[match.start() : position])
+        else:
+            name = r"\frac" if is_frac else r"\sqrt" + root
+            out.append(name + "".join(f"{{{argument}}}" for argument in arguments))
+        index = position
+
+
+def normalize_math_answer(answer: str) -> str:
+    """Rewrite an answer string into the TeX math-verify parses best (see the module docstring)."""
+    answer = strip_math_delimiters(answer)
+    for char, replacement in _UNICODE.items():
+        answer = answer.replace(char, replacement)
+    answer = re.sub(r"√\s*(\d+|[A-Za-z]|\([^()]*\))", lambda m: r"\sqrt{" + m.group(1).strip("()") + "}", answer)
+    answer = answer.replace("√", r"\sqrt")
+    answer = answer.replace(r"\$", "").replace(r"\varnothing", r"\emptyset").replace(r"\O ", r"\emptyset ")
+    answer = re.sub(r"\\\{\s*\\\}", r"\\emptyset", answer)
+    # Digit groups separated by a thin space (1\,000 or 1\!000): one number, as in the printed form.
+    answer = re.sub(r"(?<=\d)(?:\\[,!;:]|\\ |~)\s*(?=\d{3}(?!\d))", "", answer)
+    answer = re.sub(r"\\[,!;:]|\\ |~", " ", answer)
+    answer = _brace_shorthand(answer)
+    answer = answer.strip()
+    answer = re.sub(r"(?:\\text\{\s*\.?\s*\}|[.,;:])+$", "", answer).strip()
+    return answer
+
+
+def extract_math_answer(text: str) -> str | None:
+    """The final answer of a completion (see the module docstring), or None when none is found here.
+
+    None does not mean "wrong": `verify_math_answer` then lets math-verify look for an anchored answer.
+    """
+    answer = auto_answer(text)
+    if answer is not None:
+        return answer
+    stripped = text.strip()
+    # A completion that is only the answer: one short line without prose (words of 4+ letters outside TeX
+    # commands are prose). Longer text without a marked answer is not guessed at: its last number is
+    # often not the answer, and rewarding it would teach the model to end with a random number.
+    if stripped and "\n" not in stripped and len(stripped) <= 64:
+        if not re.search(r"(?<![\\A-Za-z])[A-Za-z]{4,}", stripped):
+            return stripped
+    return None
+
+
+def reference_answer(reference: str) -> str:
+    """The answer part of a reference: its last `\\boxed{}`, else after `####`, else the whole text."""
+    boxed = last_boxed(reference)
+    if boxed is not None:
+        return boxed
+    marked = gsm8k_answer(reference)
+    return marked if marked is not None else reference
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_answer(answer: str, parsing_timeout: int | None) -> tuple:
+    from latex2sympy2_extended import NormalizationConfig
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    normalized = normalize_math_answer(answer)
+    if not normalized:
+        return ()
+    return tuple(
+        parse(
+            f"${normalized}$",
+            extraction_config=[
+                LatexExtractionConfig(normalization_config=NormalizationConfig(units=True)),
+                ExprExtractionConfig(),
+            ],
+            parsing_timeout=parsing_timeout,
+        )
+    )
+
+
+def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
+    """math-verify's own search for an anchored answer ("the final answer is $x$") in free text."""
+    from latex2sympy2_extended import NormalizationConfig
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    return parse(
+        text,
+        extraction_config=[
+            LatexExtractionConfig(
+                normalization_config=NormalizationConfig(units=True),
+                boxed_match_priority=0,
+                try_extract_without_anchor=False,
+            ),
+            ExprExtractionConfig(try_extract_without_anchor=False),
+        ],
+        parsing_timeout=parsing_timeout,
+    )
+
+
+def _inequality_as_set(parsed: list) -> list | None:
+    """`[x >= 2, ...]` -> `[Interval(2, oo), ...]` for a one-variable inequality, else None."""
+    import sympy
+
+    if not parsed or not isinstance(parsed[0], (sympy.core.relational.Relational, sympy.And, sympy.Or)):
+        return None
+    expression = parsed[0]
+    if isinstance(expression, sympy.Eq) or len(expression.free_symbols) != 1:
+        return None
+    try:
+        return [expression.as_set(), *parsed[1:]]
+    except (NotImplementedError, TypeError, ValueError):
+        return None
+
+
+def verify_math_answer(
+    reference: str, completion: str, *, parsing_timeout: int | None = None, verify_timeout: int | None = None
+) -> bool | None:
+    """Whether `completion`'s final answer is mathematically equivalent to `reference`.
+
+    Returns None when the reference cannot be parsed ("cannot judge"), False when the completion has no
+    answer or a different one. `parsing_timeout` / `verify_timeout` are math-verify's own (signal-based,
+    main thread only, whole seconds) limits; None disables them, for callers that bound time themselves.
+    """
+    from math_verify import verify
+
+    gold = _parse_answer(reference_answer(reference), parsing_timeout)
+    if not gold:
+        return None
+    answer = extract_math_answer(completion)
+    predicted = list(_parse_answer(answer, parsing_timeout)) if answer is not None else []
+    if not predicted:
+        predicted = _parse_anchored(normalize_math_answer_text(completion), parsing_timeout)
+    if not predicted:
+        return False
+    if verify(list(gold), predicted, timeout_seconds=verify_timeout):
+        return True
+    as_set = _inequality_as_set(predicted)
+    if as_set is not None and verify(list(gold), as_set, timeout_seconds=verify_timeout):
+        return True
+    # A reference with several answers may be answered one box each: `\boxed{2} and \boxed{3}` for `2, 3`.
+    boxes = [content.strip() for _, content in boxed_spans(completion) if content.strip()]
+    if len(boxes) > 1 and _has_several_elements(gold[0]):
+        joined = list(_parse_answer(", ".join(boxes), parsing_timeout))
+        return bool(joined and verify(list(gold), joined, timeout_seconds=verify_timeout))
+    return False
+
+
+def _has_several_elements(value: Any) -> bool:
+    import sympy
+
+    return isinstance(value, (sympy.FiniteSet, sympy.Tuple, tuple, list, set)) and len(value) > 1
+
+
+def normalize_math_answer_text(text: str) -> str:
+    """Whole-completion clean-up before math-verify's own anchored search: shorthand TeX and Unicode only."""
+    for char, replacement in _UNICODE.items():
+        text = text.replace(char, replacement)
+    return _brace_shorthand(text.replace(r"\fbox", r"\boxed"))
+
+
+@dataclass(frozen=True)
+class MathVerifier:
+    """Picklable job the pool runs: `(reference, completion) -> bool | None` with math-verify's own timeouts.
+
+    In a pool worker the function runs in the worker's main thread, so math-verify's `signal.alarm` limits
+    work there and stop most slow items cheaply; the pool's hard timeout (which kills the worker) is the
+    backstop for the ones a signal cannot interrupt.
+    """
+
+    parsing_timeout: int | None = None
+    verify_timeout: int | None = None
+
+    def __call__(self, item: tuple[str, str]) -> bool | None:
+        logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout disabled" warnings, per worker
+        reference, completion = item
+        return verify_math_answer(
+            reference, completion, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
+        )
+
+
+@register_reward("math", aliases=("math_verify", "accuracy"), pooled=True)
+class MathReward(Reward):
+    """Math equivalence of the final answer (boxed, `Answer:` or bare) with the reference, by math-verify.
+
+    Args:
+        reference_column: dataset column holding the reference: a bare answer (`\\frac{1}{2}`), a worked
+            solution ending in `\\boxed{}`, or a GSM8K answer ending in `#### n`.
+        scoring: "binary" (1 correct / 0 wrong) or "dapo" (+1 / -1).
+        timeout: hard wall-clock limit per completion, in seconds; the worker is killed past it.
+        on_timeout: "fail" scores a timed-out (or crashed) verification as wrong; "skip" returns None.
+        num_workers: size of a private pool for this reward; None uses the process-wide shared pool
+            (`TRL_EXT_REWARD_WORKERS` workers, default one per core).
+
+    Returns None for a reference that cannot be parsed.
+    """
+
+    def __init__(
+        self,
+        reference_column: str = "solution",
+        scoring: Literal["binary", "dapo"] = "binary",
+        timeout: float = 10.0,
+        on_timeout: Literal["fail", "skip"] = "fail",
+        num_workers: int | None = None,
+    ):
+        self.correct_score, self.incorrect_score = scores_for(scoring, reward="math")
+        if timeout <= 0:
+            raise ValueError(f"Reward 'math': timeout must be > 0 seconds, got {timeout}.")
+        if on_timeout not in ("fail", "skip"):
+            raise ValueError(f"Reward 'math': on_timeout must be 'fail' or 'skip', got {on_timeout!r}.")
+        self.reference_column = reference_column
+        self.scoring = scoring
+        self.timeout = timeout
+        self.on_timeout = on_timeout
+        self.num_workers = num_workers
+        self._pool: TimeoutPool | None = None
+
+    def _verifier(self) -> MathVerifier:
+        # math-verify's signal timeouts sit below the hard limit, so they fire first on most slow items and
+        # spare the pool a worker restart; they are whole seconds and cover three steps (two parses, verify).
+        inner = max(1, int(self.timeout // 3))
+        return MathVerifier(parsing_timeout=inner, verify_timeout=inner)
+
+    def pool(self) -> TimeoutPool:
+        if self.num_workers is None:
+            return shared_pool()
+        if self._pool is None:
+            self._pool = TimeoutPool(self.num_workers)
+        return self._pool
+
+    def score(self, texts: list[str], columns: Mapping[str, Any]) -> list[float | None]:
+        references = dataset_column(
+            columns, self.reference_column, len(texts), reward=self.__name__, argument="reference_column"
+        )
+        items, positions, rewards = [], [], [None] * len(texts)
+        for index, (text, reference) in enumerate(zip(texts, references)):
+            if reference is None or not str(reference).strip():
+                continue  # no reference: cannot judge
+            items.append((str(reference), text))
+            positions.append(index)
+        failure = self.incorrect_score if self.on_timeout == "fail" else None
+        for index, outcome in zip(positions, self.pool().map(self._verifier(), items, self.timeout)):
+            if outcome.ok:
+                rewards[index] = None if outcome.value is None else (
+                    self.correct_score if outcome.value else self.incorrect_score
+                )
+            else:
+                rewards[index] = failure
+        return rewards
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_pool"] = None  # processes do not travel; a copy starts its own pool when first called
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"MathReward(reference_column={self.reference_column!r}, scoring={self.scoring!r}, "
+            f"timeout={self.timeout}, on_timeout={self.on_timeout!r}, num_workers={self.num_workers})"
+        )
