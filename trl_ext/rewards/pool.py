@@ -164,7 +164,7 @@ class TimeoutPool:
     """
 
     def __init__(self, num_workers: int | None = None, *, memory_limit_mb: int | None = None):
-        self.num_workers = num_workers or default_num_workers()
+        self.num_workers = default_num_workers() if num_workers is None else num_workers
         if self.num_workers < 1:
             raise ValueError(f"TimeoutPool: num_workers must be >= 1, got {num_workers}.")
         self.memory_limit_mb = memory_limit_mb
