@@ -1,0 +1,367 @@
+"""Test harness for the `code` reward. It runs *inside* the sandbox and uses the standard library only.
+
+    python code_harness.py plan.json solution.py        (started by `Sandbox.run_python`)
+
+The harness process never runs the solution. For each test it forks a child that runs the solution's
+top-level code and then the test, and reads what the child reports from a pipe of that child's own. It writes
+one JSON line per test to its stdout, which no child holds (children get other file descriptors, and the
+harness makes itself non-dumpable, which closes `/proc/<harness>/fd` to them).
+
+What decides a test, by kind (the trainer builds the plan, see `trl_ext.rewards.code`):
+
+- "value": the child reports the value of an expression, the non-literal side of `assert <expr> <op>
+  <literal>`, encoded as plain data. The trainer applies the comparison with the literal, which never enters
+  the sandbox: a program cannot fake a pass without computing the right value.
+- "stdio": the child runs the solution as `__main__` with the test's input on stdin; the harness reports its
+  stdout, which the trainer compares with the expected output (also never in the sandbox).
+- "statement": any other test statement. It passes only if the child echoes, on its result pipe, a nonce
+  that the harness handed it on another pipe and that the child reads after the statement returned without
+  raising. Exiting early (`sys.exit(0)`, `os._exit(0)`), killing the harness, or replacing harness functions
+  (`import __main__`; `__main__.exec = ...`) yields no nonce. The child's audit hook refuses
+  `sys.settrace`/`sys.setprofile` (a trace function could skip the assert), frame and object-graph
+  enumeration, and new audit hooks.
+
+Every child gets a fresh process group, its own CPU-time limit, and is killed with its group after the
+per-test timeout; in a private PID namespace every other process is killed too (`kill(-1)`) before the next
+test, so nothing a test started survives into the next one.
+"""
+
+import builtins
+import fcntl
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+# File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
+_RESULT_FD = 3
+_NONCE_FD = 4
+_BLOCKED_AUDIT_EVENTS = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.monitoring.register_callback",  # Python 3.12+
+        "sys._current_frames",
+        "sys.addaudithook",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+    }
+)
+
+
+class _Unencodable(Exception):
+    pass
+
+
+def encode_value(value, max_items=1_000_000, max_depth=100):
+    """A JSON-able encoding of plain data that keeps Python's types apart (tuple vs list, int vs float).
+
+    Instances of subclasses of the built-in types (namedtuple, OrderedDict, an `int` subclass with its own
+    `__eq__`) are encoded as the base type's value, read with the base type's own methods, so no method of the
+    solution runs and a custom `__eq__` cannot make a wrong value compare equal. NumPy values go through
+    `tolist()`. Anything else (a class of the solution) raises `_Unencodable`.
+    """
+    budget = [max_items]
+
+    def encode(item, depth):
+        budget[0] -= 1
+        if budget[0] < 0 or depth > max_depth:
+            raise _Unencodable("value too large or too deeply nested")
+        kind = type(item)
+        if item is None or kind is bool or kind is str:
+            return item
+        if kind is int:
+            return {"int": int.__repr__(item)}
+        if kind is float:
+            return {"float": float.__repr__(item)}
+        if isinstance(item, bool):
+            return bool(item)
+        if isinstance(item, int):
+            return {"int": int.__repr__(int.__index__(item))}
+        if isinstance(item, float):
+            return {"float": float.__repr__(float.__float__(item))}
+        if isinstance(item, str):
+            return str.__str__(item)
+        if isinstance(item, complex):
+            return {"complex": [float.__repr__(complex.__getattribute__(item, "real")),
+                                float.__repr__(complex.__getattribute__(item, "imag"))]}
+        if isinstance(item, (bytes, bytearray)):
+            return {"bytes": bytes(item).hex()}
+        if isinstance(item, list):
+            return [encode(element, depth + 1) for element in list.__iter__(item)]
+        if isinstance(item, tuple):
+            return {"tuple": [encode(element, depth + 1) for element in tuple.__iter__(item)]}
+        if isinstance(item, frozenset):
+            return {"frozenset": [encode(element, depth + 1) for element in frozenset.__iter__(item)]}
+        if isinstance(item, set):
+            return {"set": [encode(element, depth + 1) for element in set.__iter__(item)]}
+        if isinstance(item, dict):
+            return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(item)]}
+        module = getattr(kind, "__module__", "")
+        if kind.__name__ == "Fraction" and module == "fractions":
+            return {"fraction": [int.__repr__(item.numerator), int.__repr__(item.denominator)]}
+        if kind.__name__ == "Decimal" and module in ("decimal", "_decimal", "_pydecimal"):
+            return {"decimal": str(item)}
+        if module.split(".")[0] == "numpy" and hasattr(item, "tolist"):
+            return encode(item.tolist(), depth + 1)
+        raise _Unencodable(f"a value of type {kind.__name__} is not plain data")
+
+    return encode(value, 0)
+
+
+def _write_all(write, fd, data):
+    while data:
+        data = data[write(fd, data):]
+
+
+def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
+    """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
+
+    `fds` are the child's ends of its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests,
+    whose prints go to /dev/null.
+    """
+    write, exit_, read, flush_targets = os.write, os._exit, os.read, (sys.stdout, sys.stderr)
+    exec_, eval_, dumps, encode = builtins.exec, builtins.eval, json.dumps, encode_value
+    os.setpgid(0, 0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
+    result, nonce, stdin, stdout = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (*fds[:3], fds[3] or devnull))
+    for source, target in ((stdin, 0), (stdout, 1), (devnull, 2), (result, _RESULT_FD), (nonce, _NONCE_FD)):
+        os.dup2(source, target)
+    os.closerange(_NONCE_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    blocked = _BLOCKED_AUDIT_EVENTS
+
+    def audit(event, args):
+        if event in blocked:
+            raise RuntimeError(f"{event} is not allowed in the code sandbox")
+
+    sys.addaudithook(audit)
+    namespace = {"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins}
+    stage = "load"
+    try:
+        try:
+            exec_(solution_code, namespace)
+            if kind != "stdio":
+                write(_RESULT_FD, b"L")
+                stage = "test"
+            if kind == "value":
+                payload = dumps(encode(eval_(test_code, namespace))).encode()
+                if len(payload) > max_value_bytes:
+                    raise _Unencodable(f"value larger than {max_value_bytes} bytes")
+                _write_all(write, _RESULT_FD, b"V" + payload)
+            elif kind == "statement":
+                exec_(test_code, namespace)
+                _write_all(write, _RESULT_FD, b"P" + read(_NONCE_FD, 64))
+        except SystemExit as stop:
+            # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
+            if kind != "stdio" or stop.code not in (None, 0):
+                _write_all(write, _RESULT_FD, f"E{stage}:SystemExit({stop.code!r})".encode(errors="replace")[:300])
+        except _Unencodable as error:
+            _write_all(write, _RESULT_FD, f"U{error}".encode(errors="replace")[:300])
+        for stream in flush_targets + (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        if kind == "stdio":
+            _write_all(write, _RESULT_FD, b"D")
+    except BaseException as error:  # noqa: BLE001 - anything the solution raises is a failed test
+        try:
+            message = f"E{stage}:{type(error).__name__}: {error}"
+        except BaseException:
+            message = f"E{stage}:{type(error).__name__}"
+        try:
+            _write_all(write, _RESULT_FD, message.encode(errors="replace")[:300])
+        except BaseException:
+            pass
+    exit_(0)
+
+
+def _private_pid_namespace(claimed):
+    # kill(-1) outside a PID namespace would signal every process of this user on the host: double-check.
+    return claimed and os.getpid() in (1, 2)
+
+
+def _reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _run_test(kind, solution_code, test_code, stdin_text, plan):
+    """Fork one test child, wait for it up to the timeout, return the record for the trainer."""
+    timeout, max_output = plan["timeout"], plan["max_output"]
+    result_read, result_write = os.pipe()
+    nonce_read, nonce_write = os.pipe()
+    stdout_read, stdout_write = os.pipe() if kind == "stdio" else (None, None)
+    if kind == "stdio":
+        stdin_fd = os.memfd_create("stdin")
+        _write_all(os.write, stdin_fd, stdin_text.encode())
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+    else:
+        stdin_fd = os.open(os.devnull, os.O_RDONLY)
+    nonce = os.urandom(16).hex().encode()
+    if kind == "statement":
+        os.write(nonce_write, nonce)  # 32 bytes fit in the pipe; the child reads them after the statement ran
+    os.close(nonce_write)
+    child_fds = (result_write, nonce_read, stdin_fd, stdout_write)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(kind, solution_code, test_code, child_fds, int(-(-timeout // 1)), plan["max_value"])
+        finally:
+            os._exit(70)
+    try:
+        os.setpgid(pid, pid)  # also here, so killpg below cannot miss a child that has not run yet
+    except OSError:
+        pass
+    for fd in child_fds:
+        if fd is not None:
+            os.close(fd)
+    result, output = bytearray(), bytearray()
+    buffers = {result_read: (result, plan["max_value"] + 512, "value_too_large")}
+    if stdout_read is not None:
+        buffers[stdout_read] = (output, max_output, "output_limit")
+    open_fds = set(buffers)
+    deadline = time.monotonic() + timeout
+    status = exited_at = reason = None
+    while open_fds:
+        now = time.monotonic()
+        if now >= deadline:
+            reason = "timeout"
+            break
+        if status is None:
+            finished, wait_status = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                status, exited_at = wait_status, now
+        if exited_at is not None and now > exited_at + 0.2:
+            break  # the child is gone; a process it left behind holds the pipes
+        ready, _, _ = select.select(list(open_fds), [], [], min(deadline - now, 0.05))
+        for fd in ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                open_fds.discard(fd)
+                continue
+            buffer, limit, overflow_reason = buffers[fd]
+            buffer += chunk
+            if len(buffer) > limit:
+                del buffer[limit:]
+                reason = overflow_reason
+        if reason:
+            break
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if _private_pid_namespace(plan["private_pids"]):
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything but the harness (and bubblewrap's init): no leftovers
+        except ProcessLookupError:
+            pass
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    _reap()
+    for fd in buffers:
+        os.close(fd)
+    return _record(kind, bytes(result), bytes(output), status, reason, nonce)
+
+
+def _record(kind, result, output, status, reason, nonce):
+    loaded = result.startswith(b"L")
+    body = result[1:] if loaded else result
+    record = {"loaded": loaded or kind == "stdio"}
+    if reason is not None:
+        record.update(status="failed", reason=reason)
+    elif body.startswith(b"E"):
+        stage, _, message = body[1:].decode(errors="replace").partition(":")
+        record.update(status="failed", reason="error", error=message.strip())
+        record["loaded"] = stage != "load"
+    elif body.startswith(b"U"):
+        record.update(status="failed", reason="unencodable", error=body[1:].decode(errors="replace"))
+    elif kind == "value" and body.startswith(b"V"):
+        record.update(status="value", value=body[1:].decode(errors="replace"))
+    elif kind == "statement" and body.startswith(b"P"):
+        if body[1:] == nonce:
+            record.update(status="passed")
+        else:
+            record.update(status="failed", reason="bad_nonce")
+    elif kind == "stdio" and body == b"D":
+        record.update(status="output", stdout=output.decode(errors="replace"))
+    elif os.WIFSIGNALED(status):
+        record.update(status="failed", reason="killed", signal=os.WTERMSIG(status))
+    else:
+        record.update(status="failed", reason="exited", code=os.WEXITSTATUS(status))
+    return record
+
+
+def _make_undumpable():
+    # PR_SET_DUMPABLE 0: /proc/<harness>/{fd,mem} become inaccessible to the (capability-less) children.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def main(argv):
+    plan_path, solution_path = argv[1], argv[2]
+    with open(plan_path, encoding="utf-8") as file:
+        plan = json.load(file)
+    with open(solution_path, encoding="utf-8", errors="replace") as file:
+        source = file.read()
+    # The solution gets no copy of the plan, of itself on disk, or of this harness to read.
+    for path in (plan_path, solution_path, argv[0]):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    _make_undumpable()
+    report = sys.stdout.buffer
+
+    def emit(index, record):
+        record["test"] = index
+        report.write(json.dumps(record).encode() + b"\n")
+        report.flush()
+
+    tests = plan["tests"]
+    try:
+        solution_code = compile(source, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
+        for index in range(len(tests)):
+            emit(index, {"status": "failed", "reason": "syntax_error", "error": f"{type(error).__name__}: {error}"})
+        return
+    skip_reason = None
+    for index, test in enumerate(tests):
+        kind = test["kind"]
+        if skip_reason is not None:
+            emit(index, {"status": "failed", "reason": "not_run", "error": skip_reason})
+            continue
+        if kind == "value":
+            test_code = compile(test["source"], "<test>", "eval", dont_inherit=True)
+        elif kind == "statement":
+            test_code = compile(test["source"], "<test>", "exec", dont_inherit=True)
+        else:
+            test_code = None
+        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan)
+        emit(index, record)
+        if kind != "stdio" and not record["loaded"]:
+            # The solution's top-level code failed or hung; it would do the same before every assert test.
+            skip_reason = "the solution's top-level code failed: " + record.get("error", record.get("reason", ""))
+        elif plan["stop_on_failure"] and record["status"] == "failed":
+            skip_reason = "an earlier test failed (all-or-nothing scoring)"
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,677 @@
+"""A sandbox for untrusted programs: one fresh, limited, isolated process per run.
+
+Model-generated code never runs in the trainer's process. Each `Sandbox.run` starts a new process group in its
+own temporary directory, with:
+
+- resource limits set with `resource.setrlimit` inside the sandbox before the program starts: CPU time,
+  address space, file size, open files, no core dumps, and (where the kernel applies it) process count;
+- a wall-clock limit, after which the whole process group, and every process in the run's cgroup, is killed;
+- stdout and stderr captured up to `max_output` bytes each (a program writing more is killed);
+- Linux namespaces when available. With bubblewrap (`bwrap`): no network, its own PID/IPC/UTS namespaces, an
+  unprivileged uid (65534) in a user namespace with no capabilities, a read-only view of the system
+  directories and the Python installation only (not `/home`, `/root`, `/etc/shadow`, the project), size-capped
+  tmpfs for the working directory, `/tmp`, `/dev/shm` and the home directory, and nothing the host can see
+  written anywhere. With `unshare` only: network, PID, IPC and UTS namespaces, but no file-system isolation.
+  Without either, resource limits alone, with a logged warning.
+- a per-run `pids` cgroup (and `memory` cgroup when available) when cgroups are writable. The kernel does not
+  apply `RLIMIT_NPROC` to root, and a user namespace created by root still maps to root outside, so a fork
+  bomb run by root is contained by `pids.max`, not by the rlimit. The cgroup also lists every process of the
+  run, so cleanup finds processes that left the process group.
+
+`run` executes any command; `run_python` runs a Python script in the sandbox's own interpreter process (one
+interpreter start instead of two). See the README section "Code sandbox" for the threat model.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ISOLATION_MODES", "SANDBOX_DIR", "Sandbox", "SandboxLimits", "SandboxResult"]
+
+logger = logging.getLogger(__name__)
+
+ISOLATION_MODES = ("auto", "bwrap", "unshare", "none")
+# The program's working directory under bubblewrap (a size-capped tmpfs); the run's files are copied into it.
+SANDBOX_DIR = "/sandbox"
+# Where bubblewrap shows the host's per-run directory, read-only, for the launcher to copy from.
+_INPUT_DIR = "/input"
+# The uid and gid the program runs as inside a bubblewrap user namespace ("nobody").
+_SANDBOX_UID = 65534
+# Environment variable naming the run; every process of a run inherits it (tests use it to find leftovers).
+RUN_ID_VARIABLE = "TRL_EXT_SANDBOX_RUN"
+# Read-only system directories visible under bubblewrap; symlinks (merged /usr) are recreated as symlinks.
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# The few files of /etc a program needs (dynamic loader, time zone, user names), not /etc itself (shadow, keys).
+_ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/alternatives",
+)
+# After the program exits, how long stray processes may hold its output pipes open before they are killed.
+_EXIT_GRACE = 0.5
+
+# Runs first inside the sandbox (`python -I -S -c`): copies the run's files into the working directory, sets
+# the rlimits, then replaces itself with the command, or runs the Python script in this same interpreter.
+# The rlimits are set here, inside the namespaces, because RLIMIT_NPROC counts per user namespace: set
+# before `bwrap` creates one, it would also count every other process of the same user on the host.
+_LAUNCHER = r"""
+import json, os, resource, sys
+config = json.loads(sys.argv[1])
+if config["copy_from"]:
+    for name in os.listdir(config["copy_from"]):
+        with open(os.path.join(config["copy_from"], name), "rb") as source, open(name, "wb") as target:
+            target.write(source.read())
+nproc = config["nproc"]
+if nproc is not None and config["nproc_counts_host"]:
+    # Without a user namespace RLIMIT_NPROC counts all of this user's tasks on the host: allow that many more.
+    uid = os.getuid()
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat("/proc/" + pid).st_uid == uid:
+                nproc += len(os.listdir("/proc/" + pid + "/task"))
+        except OSError:
+            pass
+limits = [(name, soft, hard) for name, soft, hard in config["rlimits"]]
+if nproc is not None:
+    limits.append(("RLIMIT_NPROC", nproc, nproc))
+for name, soft, hard in limits:
+    resource.setrlimit(getattr(resource, name), (soft, hard))
+argv = sys.argv[2:]
+del config, limits, nproc, json, resource
+if os.environ.pop("TRL_EXT_SANDBOX_PYTHON_SCRIPT", None) == "1":
+    if os.environ.pop("TRL_EXT_SANDBOX_SITE", None) == "1":
+        import site
+        site.main()
+    import runpy
+    sys.argv = argv
+    runpy.run_path(argv[0], run_name="__main__")
+else:
+    os.execvp(argv[0], argv)
+"""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one sandbox run.
+
+    Parameters:
+        wall_time: Seconds of real time before every process of the run is killed.
+        cpu_time: CPU seconds per process (`RLIMIT_CPU`); `None` means `wall_time`, rounded up.
+        memory: Address space per process in bytes (`RLIMIT_AS`). With a writable `memory` cgroup the run as a
+            whole (all its processes and its tmpfs files) is also held to twice this.
+        max_processes: Processes and threads the run may have at once (`pids.max` of its cgroup, and
+            `RLIMIT_NPROC` where the kernel applies it).
+        max_file_size: Largest file a process may write (`RLIMIT_FSIZE`), bytes.
+        max_output: Bytes of stdout, and of stderr, kept; a run writing more is killed.
+        scratch_size: Size of each writable tmpfs under bubblewrap (working directory, `/tmp`, `/dev/shm`,
+            home), bytes.
+        max_open_files: Open file descriptors per process (`RLIMIT_NOFILE`).
+    """
+
+    wall_time: float = 10.0
+    cpu_time: float | None = None
+    memory: int = 1 << 30
+    max_processes: int = 32
+    max_file_size: int = 16 << 20
+    max_output: int = 1 << 20
+    scratch_size: int = 64 << 20
+    max_open_files: int = 256
+
+    def __post_init__(self):
+        for name in ("wall_time", "memory", "max_processes", "max_file_size", "max_output", "scratch_size"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}.")
+        if self.cpu_time is not None and not self.cpu_time > 0:
+            raise ValueError(f"SandboxLimits.cpu_time must be positive or None, got {self.cpu_time!r}.")
+        if self.max_open_files < 16:
+            raise ValueError(f"SandboxLimits.max_open_files must be at least 16, got {self.max_open_files!r}.")
+
+    def rlimits(self) -> list[tuple[str, int, int]]:
+        """`(resource name, soft, hard)` for the launcher. The CPU hard limit is one second above the soft one,
+        so the process first gets SIGXCPU and then SIGKILL."""
+        cpu = int(-(-(self.cpu_time or self.wall_time) // 1))
+        return [
+            ("RLIMIT_CPU", cpu, cpu + 1),
+            ("RLIMIT_AS", self.memory, self.memory),
+            ("RLIMIT_FSIZE", self.max_file_size, self.max_file_size),
+            ("RLIMIT_NOFILE", self.max_open_files, self.max_open_files),
+            ("RLIMIT_CORE", 0, 0),
+        ]
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What a sandbox run produced.
+
+    `returncode` is the program's exit status (negative: killed by that signal). `timed_out` and
+    `output_limit_exceeded` say the run was killed by the sandbox; `stdout`/`stderr` are then what was read
+    before. `isolation` is the backend used ("bwrap", "unshare" or "none"); `run_id` is the value of
+    `TRL_EXT_SANDBOX_RUN` in the run's environment.
+    """
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    output_limit_exceeded: bool
+    wall_time: float
+    isolation: str
+    run_id: str
+
+    @property
+    def ok(self) -> bool:
+        """Exited by itself with status 0."""
+        return self.returncode == 0 and not self.timed_out and not self.output_limit_exceeded
+
+
+class Sandbox:
+    """Runs untrusted programs with resource limits and, when available, Linux namespaces.
+
+    Parameters:
+        limits: `SandboxLimits` of every run.
+        isolation: "auto" (bubblewrap, else `unshare`, else limits alone with a warning), or one of
+            "bwrap", "unshare" (both fail at construction when unusable, naming the fix), "none" (limits alone).
+        python: Interpreter for the launcher and `run_python`; defaults to the current one. Under bubblewrap
+            its installation directory is made visible read-only.
+        site_packages: Whether `run_python` scripts may import installed packages (numpy, ...); by default
+            they see the standard library only, which also saves the `site` import on every run.
+
+    A `Sandbox` is picklable and can be used from several threads at once; each run is its own process.
+    """
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        isolation: str = "auto",
+        python: str | None = None,
+        site_packages: bool = False,
+    ):
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"Sandbox isolation must be one of {ISOLATION_MODES}, got {isolation!r}.")
+        self.limits = limits or SandboxLimits()
+        self.requested_isolation = isolation
+        self.python = os.path.abspath(python or sys.executable)
+        self.site_packages = site_packages
+        self._setup()
+
+    def _setup(self) -> None:
+        self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python)
+        if self.isolation == "none":
+            logger.warning(
+                "Code sandbox without Linux namespaces (%s): programs run with resource limits only; they can "
+                "reach the network and write wherever this user can. Install bubblewrap (`apt-get install "
+                "bubblewrap`) for network and file-system isolation.",
+                reason,
+            )
+        elif self.isolation == "unshare":
+            logger.warning(
+                "Code sandbox uses `unshare` (%s): network and processes are isolated, the file system is not. "
+                "Install bubblewrap (`apt-get install bubblewrap`) for file-system isolation.",
+                reason,
+            )
+        if os.geteuid() == 0 and not _cgroup_bases():
+            logger.warning(
+                "Code sandbox running as root without a writable pids cgroup: the kernel does not apply "
+                "RLIMIT_NPROC to root, so a fork bomb in the sandbox is not contained. Run the trainer as an "
+                "ordinary user, or give it a writable cgroup (v1 `pids` controller, or v2 with `pids` delegated)."
+            )
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k != "isolation"}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self._setup()  # the process unpickling may run on another machine: probe again (cached per process)
+
+    def __repr__(self) -> str:
+        return f"Sandbox(isolation={self.isolation!r}, limits={self.limits!r})"
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        stdin: str | bytes = b"",
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
+        """Run the command `argv` in a fresh sandbox whose working directory holds `files` (name -> content).
+
+        `argv[0]` is looked up on the sandbox's `PATH` (`/usr/local/bin:/usr/bin:/bin`); relative paths are
+        relative to the working directory. `limits` overrides the sandbox's limits for this run.
+        """
+        return self._run(list(argv), files or {}, stdin, limits or self.limits, python_script=False)
+
+    def run_python(
+        self,
+        script: str,
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        stdin: str | bytes = b"",
+        limits: SandboxLimits | None = None,
+    ) -> SandboxResult:
+        """Run the Python file `script` (one of `files`, or an absolute path visible in the sandbox) as
+        `__main__` with `sys.argv == [script, *args]`, in the interpreter process the sandbox starts."""
+        return self._run([script, *args], files or {}, stdin, limits or self.limits, python_script=True)
+
+    # ----------------------------------------------------------------------------------------------------
+
+    def _run(
+        self, argv: list[str], files: Mapping[str, str | bytes], stdin: str | bytes, limits: SandboxLimits,
+        *, python_script: bool,
+    ) -> SandboxResult:
+        if not argv:
+            raise ValueError("Sandbox.run needs a command (argv is empty).")
+        run_id = secrets.token_hex(8)
+        workdir = tempfile.mkdtemp(prefix="trl-ext-sandbox-")
+        cgroups = None
+        process = None
+        started = time.monotonic()
+        try:
+            for name, content in files.items():
+                if not name or "/" in name or name in (".", ".."):
+                    raise ValueError(f"Sandbox file names must be plain file names, got {name!r}.")
+                data = content.encode() if isinstance(content, str) else content
+                Path(workdir, name).write_bytes(data)
+            command, env, cwd = self._command(argv, workdir, limits, run_id, python_script)
+            cgroups = _RunCgroups.create(run_id, limits)
+            if cgroups is not None:
+                # Join the cgroups before anything of the run can fork: the shell moves itself, then execs.
+                command = ["/bin/sh", "-c", _JOIN_CGROUPS, "sh", *cgroups.procs_files, "--", *command]
+            with tempfile.TemporaryFile() as stdin_file:
+                stdin_file.write(stdin.encode() if isinstance(stdin, str) else stdin)
+                stdin_file.seek(0)
+                process = subprocess.Popen(
+                    command,
+                    stdin=stdin_file,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    cwd=cwd,
+                    start_new_session=True,
+                )
+            stdout, stderr, timed_out, overflow = _collect_output(
+                process, started + limits.wall_time, limits.max_output
+            )
+        finally:
+            if process is not None:
+                _kill_process_group(process.pid)
+            if cgroups is not None:
+                cgroups.kill_all()
+            if process is not None:
+                process.wait()
+                process.stdout.close()
+                process.stderr.close()
+            if cgroups is not None:
+                cgroups.remove()
+            _remove_tree(workdir)
+        return SandboxResult(
+            returncode=process.returncode,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            output_limit_exceeded=overflow,
+            wall_time=time.monotonic() - started,
+            isolation=self.isolation,
+            run_id=run_id,
+        )
+
+    def _command(
+        self, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str, python_script: bool
+    ) -> tuple[list[str], dict[str, str], str]:
+        """The command line, environment and working directory that start the launcher in the sandbox."""
+        return _sandbox_command(
+            self.isolation, self.python, argv, workdir, limits, run_id, python_script, self.site_packages
+        )
+
+
+def _sandbox_command(
+    isolation: str, python: str, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str,
+    python_script: bool, site_packages: bool,
+) -> tuple[list[str], dict[str, str], str]:
+    root = os.geteuid() == 0
+    # RLIMIT_NPROC counts per (user namespace, uid) and never binds root; see the module docstring.
+    own_user_namespace = isolation == "bwrap" or (isolation == "unshare" and not root)
+    config = {
+        "copy_from": _INPUT_DIR if isolation == "bwrap" else None,
+        "rlimits": limits.rlimits(),
+        "nproc": None if root else limits.max_processes,
+        "nproc_counts_host": not own_user_namespace,
+    }
+    launcher = [python, "-I", "-S", "-c", _LAUNCHER, json.dumps(config), *argv]
+    home = os.path.expanduser("~") if isolation == "bwrap" else workdir
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home if home not in ("", "/") else SANDBOX_DIR,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        RUN_ID_VARIABLE: run_id,
+    }
+    if python_script:
+        env["TRL_EXT_SANDBOX_PYTHON_SCRIPT"] = "1"
+        if site_packages:
+            env["TRL_EXT_SANDBOX_SITE"] = "1"
+    if isolation == "bwrap":
+        return [shutil.which("bwrap") or "bwrap", *_bwrap_arguments(python, workdir, limits), "--", *launcher], env, "/"
+    if isolation == "unshare":
+        namespaces = ["--net", "--pid", "--ipc", "--uts", "--mount", "--fork", "--kill-child", "--mount-proc"]
+        if not root:
+            namespaces += ["--user", "--map-root-user"]
+        return [shutil.which("unshare") or "unshare", *namespaces, "--", *launcher], env, workdir
+    return launcher, env, workdir
+
+
+def _bwrap_arguments(python: str, workdir: str, limits: SandboxLimits) -> list[str]:
+    size = str(limits.scratch_size)
+    arguments = [
+        "--unshare-all",
+        "--unshare-user",
+        "--uid", str(_SANDBOX_UID),
+        "--gid", str(_SANDBOX_UID),
+        "--disable-userns",  # no nested user namespace: the program never regains capabilities
+        "--die-with-parent",
+        "--new-session",  # no controlling terminal to push input into (TIOCSTI)
+        "--hostname", "sandbox",
+    ]
+    for path in _SYSTEM_DIRS:
+        if os.path.islink(path):
+            arguments += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            arguments += ["--ro-bind", path, path]
+    for path in _ETC_FILES:
+        arguments += ["--ro-bind-try", path, path]
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        arguments += ["--size", size, "--tmpfs", home]
+    for path in _interpreter_dirs(python):
+        arguments += ["--ro-bind", path, path]
+    arguments += [
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", size, "--tmpfs", "/dev/shm",
+        "--size", size, "--tmpfs", "/tmp",
+        "--size", size, "--tmpfs", SANDBOX_DIR,
+        "--ro-bind", workdir, _INPUT_DIR,
+        "--chdir", SANDBOX_DIR,
+        "--remount-ro", "/",  # the sandbox's own root tmpfs: no unbounded writable place is left
+    ]
+    return arguments
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreter_dirs(python: str) -> tuple[str, ...]:
+    """Installation directories of `python` outside the system directories, outermost first."""
+    candidates = {os.path.dirname(os.path.dirname(os.path.realpath(python))), os.path.dirname(os.path.dirname(python))}
+    if python == os.path.abspath(sys.executable):
+        candidates |= {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    system = tuple(os.path.realpath(path) for path in _SYSTEM_DIRS)
+    kept = []
+    for path in sorted(candidates, key=len):
+        real = os.path.realpath(path)
+        if real in ("/", "") or any(real == s or real.startswith(s + "/") for s in system):
+            continue
+        if any(real == k or real.startswith(k + "/") for k in kept):
+            continue
+        kept.append(real)
+    return tuple(kept)
+
+
+# ------------------------------------------------------------------------------------------------ isolation
+
+
+@functools.lru_cache(maxsize=None)
+def _resolve_isolation(requested: str, python: str) -> tuple[str, str]:
+    """`(backend, why the better ones were not used)`, probing each backend once per process."""
+    if requested == "none":
+        return "none", "isolation='none' was requested"
+    reasons = []
+    for backend in ("bwrap", "unshare") if requested == "auto" else (requested,):
+        problem = _probe(backend, python)
+        if problem is None:
+            return backend, "; ".join(reasons) or f"isolation={requested!r} was requested"
+        if requested != "auto":
+            raise RuntimeError(
+                f"Sandbox isolation={requested!r} is not usable here: {problem}. Install bubblewrap "
+                f"(`apt-get install bubblewrap`), or pass isolation='auto' to fall back to what is available."
+            )
+        reasons.append(f"{backend}: {problem}")
+    return "none", "; ".join(reasons)
+
+
+def _probe(backend: str, python: str) -> str | None:
+    """None if `backend` starts the interpreter in a sandbox here, else what went wrong."""
+    tool = "bwrap" if backend == "bwrap" else "unshare"
+    if shutil.which(tool) is None:
+        return f"`{tool}` is not installed"
+    workdir = tempfile.mkdtemp(prefix="trl-ext-sandbox-probe-")
+    try:
+        command, env, cwd = _sandbox_command(
+            backend, python, [python, "-I", "-S", "-c", "pass"], workdir, SandboxLimits(), "probe", False, False
+        )
+        try:
+            result = subprocess.run(command, env=env, cwd=cwd, capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"`{tool}` failed to start: {error}"
+        if result.returncode != 0:
+            message = result.stderr.decode(errors="replace").strip().splitlines()
+            return f"`{tool}` exited with status {result.returncode}: {message[-1] if message else 'no message'}"
+        return None
+    finally:
+        _remove_tree(workdir)
+
+
+# --------------------------------------------------------------------------------------------------- cgroups
+
+# `sh -c` script: write the shell's own pid into each cgroup.procs file given before `--`, then exec the rest.
+_JOIN_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+_CGROUP_PARENT = "trl-ext-sandbox"
+
+
+@functools.lru_cache(maxsize=1)
+def _cgroup_bases() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Directories under which a run's cgroups are created, with the controllers each one limits.
+
+    cgroup v1: one directory per controller (`pids`, `memory`) under this process's own cgroup of that
+    hierarchy. cgroup v2: one directory under this process's own cgroup when `pids` is delegated to it.
+    Empty when no writable `pids` controller is found; a memory cgroup alone is not used.
+    """
+    try:
+        own = {}
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(",") if controllers else ["<v2>"]:
+                own[controller] = path
+        mounts = []
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split()
+            separator = fields.index("-")
+            mounts.append((fields[4], fields[separator + 1], fields[separator + 3].split(",")))
+    except (OSError, ValueError):
+        return ()
+    v1 = {}
+    for mount_point, fstype, options in mounts:
+        if fstype == "cgroup":
+            for controller in ("pids", "memory"):
+                if controller in options and controller in own and controller not in v1:
+                    v1[controller] = os.path.join(mount_point, own[controller].lstrip("/"), _CGROUP_PARENT)
+    bases = []
+    for controller in ("pids", "memory") if "pids" in v1 else ():
+        if controller in v1 and _writable_cgroup_dir(v1[controller], ()):
+            bases.append((v1[controller], (controller,)))
+    if bases and bases[0][1] == ("pids",):
+        return tuple(bases)
+    for mount_point, fstype, _ in mounts:
+        if fstype == "cgroup2" and "<v2>" in own:
+            parent = os.path.join(mount_point, own["<v2>"].lstrip("/"))
+            try:
+                delegated = Path(parent, "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "pids" in delegated:
+                base = os.path.join(parent, _CGROUP_PARENT)
+                controllers = tuple(c for c in ("pids", "memory") if c in delegated)
+                if _writable_cgroup_dir(base, controllers):
+                    return ((base, controllers),)
+    return ()
+
+
+def _writable_cgroup_dir(path: str, v2_controllers: tuple[str, ...]) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        if v2_controllers:  # v2: let the run cgroups below use the controllers
+            Path(path, "cgroup.subtree_control").write_text(" ".join("+" + c for c in v2_controllers))
+        probe = Path(path, f"probe-{os.getpid()}-{secrets.token_hex(4)}")
+        probe.mkdir()
+        probe.rmdir()
+        return True
+    except OSError:
+        return False
+
+
+class _RunCgroups:
+    """The cgroups of one run: `pids.max` bounds its processes, the memory limit its total memory."""
+
+    def __init__(self, directories: list[tuple[str, tuple[str, ...]]]):
+        self.directories = directories
+
+    @classmethod
+    def create(cls, run_id: str, limits: SandboxLimits) -> _RunCgroups | None:
+        bases = _cgroup_bases()
+        if not bases:
+            return None
+        created = cls([])
+        try:
+            for base, controllers in bases:
+                directory = os.path.join(base, run_id)
+                os.mkdir(directory)
+                created.directories.append((directory, controllers))
+                v2 = os.path.exists(os.path.join(directory, "cgroup.controllers"))
+                if "pids" in controllers:
+                    # The launcher, bubblewrap's two processes and the shell count too.
+                    Path(directory, "pids.max").write_text(str(limits.max_processes + 4))
+                if "memory" in controllers:
+                    Path(directory, "memory.max" if v2 else "memory.limit_in_bytes").write_text(str(2 * limits.memory))
+        except OSError as error:
+            logger.warning("Could not set up the sandbox cgroup (%s); this run has rlimits only.", error)
+            created.remove()
+            return None
+        return created
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [os.path.join(directory, "cgroup.procs") for directory, _ in self.directories]
+
+    def pids(self) -> list[int]:
+        found = set()
+        for path in self.procs_files:
+            try:
+                found.update(int(pid) for pid in Path(path).read_text().split())
+            except (OSError, ValueError):
+                pass
+        return sorted(found)
+
+    def kill_all(self, timeout: float = 10.0) -> None:
+        """SIGKILL every process of the run until none is left (a fork bomb may still be forking)."""
+        deadline = time.monotonic() + timeout
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        for directory, _ in reversed(self.directories):
+            for _ in range(200):  # rmdir fails with EBUSY until the killed tasks are fully gone
+                try:
+                    os.rmdir(directory)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    self.kill_all(timeout=0.5)
+                    time.sleep(0.01)
+            else:
+                logger.warning("Could not remove the sandbox cgroup %s.", directory)
+
+
+# ----------------------------------------------------------------------------------------------- processes
+
+
+def _collect_output(
+    process: subprocess.Popen, deadline: float, max_output: int
+) -> tuple[bytes, bytes, bool, bool]:
+    """Read stdout and stderr until both close or the deadline: `(stdout, stderr, timed_out, overflow)`."""
+    buffers = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+    timed_out = overflow = False
+    exited_at = None
+    with selectors.DefaultSelector() as selector:
+        for fd in buffers:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now >= exited_at + _EXIT_GRACE:
+                break  # the program is done; whatever still holds its pipes is a stray, killed next
+            for key, _ in selector.select(min(deadline - now, 0.1)):
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                buffer = buffers[key.fd]
+                buffer += chunk
+                if len(buffer) > max_output:
+                    del buffer[max_output:]
+                    overflow = True
+            if overflow:
+                break
+    return bytes(buffers[process.stdout.fileno()]), bytes(buffers[process.stderr.fileno()]), timed_out, overflow
+
+
+def _kill_process_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _remove_tree(path: str) -> None:
+    def make_writable_and_retry(function, failed_path, _):
+        try:
+            os.chmod(os.path.dirname(failed_path), 0o700)
+            os.chmod(failed_path, 0o700)
+            function(failed_path)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=make_writable_and_retry)
