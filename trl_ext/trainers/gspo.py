@@ -86,8 +86,8 @@ class GSPOConfig(GRPOConfig):
         default="sequence",
         metadata={
             "help": "`'sequence'` for GSPO (one length-normalised ratio per completion) or `'sequence_token'` for "
-            "GSPO-token (ratio sg[s_i]·π_θ(o_t)/sg[π_θ(o_t)], which also accepts per-token advantages). `'token'` "
-            "is GRPO's ratio and is refused: use GRPOConfig for it.",
+            "GSPO-token (ratio sg[s_i]·π_θ(o_t)/sg[π_θ(o_t)], which also accepts per-token advantages). "
+            "`'token'` is GRPO's ratio and is refused: use GRPOConfig for it.",
             "choices": list(GSPO_LEVELS),
         },
     )
