@@ -212,7 +212,10 @@ def _parse_value(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return text
+        pass
+    if text.startswith("[") and text.endswith("]"):  # a list of bare words: [reasoning, answer]
+        return [_parse_value(item) for item in _split_top_level(text[1:-1])]
+    return text
 
 
 def parse_reward_spec(spec: str | Mapping[str, Any]) -> tuple[str, dict[str, Any], float]:
