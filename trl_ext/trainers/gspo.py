@@ -28,8 +28,8 @@ GSPO_LEVELS = ("sequence", "sequence_token")
 # Losses that sum per-token terms, so a sequence ratio ends up weighted by the completion's length.
 LENGTH_WEIGHTED_LOSSES = ("dapo", "bnpo", "dr_grpo", "cispo", "luspo")
 
-# s_i is a geometric mean of token ratios and typically stays within ~1e-3 of 1; a clip range this wide (a token-level
-# habit such as GRPO's 0.2) almost never binds at the sequence level.
+# s_i is a geometric mean of token ratios and typically stays within ~1e-3 of 1; a clip range this wide (a
+# token-level habit such as GRPO's 0.2) almost never binds at the sequence level.
 WIDE_SEQUENCE_EPSILON = 0.05
 
 
@@ -163,8 +163,8 @@ class GSPOConfig(GRPOConfig):
         if widest >= WIDE_SEQUENCE_EPSILON:
             warnings.warn(
                 f"GSPOConfig: epsilon={self.epsilon}, epsilon_high={self.epsilon_high} is a token-level clip range. "
-                "The sequence ratio typically stays within about 1e-3 of 1, so this range will almost never clip. The paper "
-                "uses epsilon=3e-4, epsilon_high=4e-4 (the defaults).",
+                "The sequence ratio typically stays within about 1e-3 of 1, so this range will almost never clip. "
+                "The paper uses epsilon=3e-4, epsilon_high=4e-4 (the defaults).",
                 UserWarning,
                 stacklevel=3,
             )
