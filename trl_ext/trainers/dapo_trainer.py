@@ -25,9 +25,9 @@ from .dapo_config import DAPOConfig
 
 logger = logging.get_logger(__name__)
 
-# Names under which overlong penalties show up in the reward functions: ours, and TRL's
-# `get_soft_overlong_punishment`. They never decide whether a group is informative.
-_OVERLONG_REWARD_NAMES = frozenset({SoftOverlongPunishment.__name__, "soft_overlong_punishment_reward"})
+# The name of TRL's `get_soft_overlong_punishment` reward: like ours, it never decides whether a group is
+# informative.
+_TRL_OVERLONG_REWARD_NAME = "soft_overlong_punishment_reward"
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -113,7 +113,12 @@ class DAPOTrainer(GRPOTrainer):
                 )
             used = torch.tensor([name == wanted for name in names])
             return used, torch.ones(len(names))
-        used = torch.tensor([name not in _OVERLONG_REWARD_NAMES for name in names])
+        used = torch.tensor(
+            [
+                not (isinstance(func, SoftOverlongPunishment) or name == _TRL_OVERLONG_REWARD_NAME)
+                for func, name in zip(self.reward_funcs, names, strict=True)
+            ]
+        )
         if not used.any():
             raise ValueError(
                 "Dynamic sampling needs a reward that judges answers, but the only reward functions are overlong "
