@@ -2,5 +2,6 @@
 
 from .dapo_config import DAPOConfig
 from .dapo_trainer import DAPOTrainer
+from .gspo import GSPOConfig, GSPOTrainer
 
-__all__ = ["DAPOConfig", "DAPOTrainer"]
+__all__ = ["DAPOConfig", "DAPOTrainer", "GSPOConfig", "GSPOTrainer"]
