@@ -215,7 +215,9 @@ def parse_tests(tests: Any) -> list[CodeTest] | None:
             except SyntaxError as error:
                 return _cannot_judge(f"a test statement does not parse ({error.msg})")
         if all(isinstance(item, Mapping) and "input" in item and "output" in item for item in items):
-            return [CodeTest("stdio", stdin=_as_text(item["input"]), expected=_as_text(item["output"])) for item in items]
+            return [
+                CodeTest("stdio", stdin=_as_text(item["input"]), expected=_as_text(item["output"])) for item in items
+            ]
         return _cannot_judge("tests must be all strings (asserts) or all {'input', 'output'} mappings")
     return _cannot_judge(f"tests of type {type(tests).__name__} are not supported")
 
@@ -301,6 +303,7 @@ class CodeTestReport:
     isolation: str
     wall_time: float
     sandbox_timed_out: bool = False
+    run_id: str = ""
     harness_stderr: str = field(default="", repr=False)
 
     @property
@@ -388,6 +391,7 @@ def run_code_tests(
         isolation=result.isolation,
         wall_time=result.wall_time,
         sandbox_timed_out=result.timed_out,
+        run_id=result.run_id,
         harness_stderr=result.stderr.decode(errors="replace")[-2000:],
     )
 

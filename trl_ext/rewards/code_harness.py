@@ -53,6 +53,12 @@ _BLOCKED_AUDIT_EVENTS = frozenset(
 )
 
 
+_COMMON_MODULES = (
+    "math", "cmath", "itertools", "functools", "collections", "heapq", "bisect", "re", "string", "operator",
+    "random", "statistics", "fractions", "decimal", "copy", "typing",
+)
+
+
 class _Unencodable(Exception):
     pass
 
@@ -118,6 +124,23 @@ def _write_all(write, fd, data):
         data = data[write(fd, data):]
 
 
+def _module_snapshot():
+    """Copy the namespaces of every loaded module (and `sys.modules`); return a function that puts them back."""
+    saved = [(sys.modules, dict(sys.modules))]
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:
+            saved.append((namespace, dict(namespace)))
+    clear, update = dict.clear, dict.update
+
+    def restore():  # no name lookups: the solution may have replaced any builtin
+        for namespace, snapshot in saved:
+            clear(namespace)
+            update(namespace, snapshot)
+
+    return restore
+
+
 def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
     """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
 
@@ -125,7 +148,9 @@ def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
     whose prints go to /dev/null.
     """
     write, exit_, read, flush_targets = os.write, os._exit, os.read, (sys.stdout, sys.stderr)
-    exec_, eval_, dumps, encode = builtins.exec, builtins.eval, json.dumps, encode_value
+    exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
+    result_fd, nonce_fd, unencodable = _RESULT_FD, _NONCE_FD, _Unencodable
+    restore_modules = _module_snapshot() if kind == "statement" else None
     os.setpgid(0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
@@ -149,36 +174,39 @@ def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
         try:
             exec_(solution_code, namespace)
             if kind != "stdio":
-                write(_RESULT_FD, b"L")
+                write(result_fd, b"L")
                 stage = "test"
             if kind == "value":
                 payload = dumps(encode(eval_(test_code, namespace))).encode()
                 if len(payload) > max_value_bytes:
-                    raise _Unencodable(f"value larger than {max_value_bytes} bytes")
-                _write_all(write, _RESULT_FD, b"V" + payload)
+                    raise unencodable(f"value larger than {max_value_bytes} bytes")
+                write_all(write, result_fd, b"V" + payload)
             elif kind == "statement":
+                # The test sees the standard library as it was before the solution ran: a solution that
+                # replaced `math.isclose` or `builtins.sorted` at import cannot make the assert pass.
+                restore_modules()
                 exec_(test_code, namespace)
-                _write_all(write, _RESULT_FD, b"P" + read(_NONCE_FD, 64))
+                write_all(write, result_fd, b"P" + read(nonce_fd, 64))
         except SystemExit as stop:
             # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
             if kind != "stdio" or stop.code not in (None, 0):
-                _write_all(write, _RESULT_FD, f"E{stage}:SystemExit({stop.code!r})".encode(errors="replace")[:300])
-        except _Unencodable as error:
-            _write_all(write, _RESULT_FD, f"U{error}".encode(errors="replace")[:300])
+                write_all(write, result_fd, f"E{stage}:SystemExit({stop.code!r})".encode(errors="replace")[:300])
+        except unencodable as error:
+            write_all(write, result_fd, f"U{error}".encode(errors="replace")[:300])
         for stream in flush_targets + (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except BaseException:
                 pass
         if kind == "stdio":
-            _write_all(write, _RESULT_FD, b"D")
+            write_all(write, result_fd, b"D")
     except BaseException as error:  # noqa: BLE001 - anything the solution raises is a failed test
         try:
             message = f"E{stage}:{type(error).__name__}: {error}"
         except BaseException:
             message = f"E{stage}:{type(error).__name__}"
         try:
-            _write_all(write, _RESULT_FD, message.encode(errors="replace")[:300])
+            write_all(write, result_fd, message.encode(errors="replace")[:300])
         except BaseException:
             pass
     exit_(0)
@@ -342,6 +370,13 @@ def main(argv):
         for index in range(len(tests)):
             emit(index, {"status": "failed", "reason": "syntax_error", "error": f"{type(error).__name__}: {error}"})
         return
+    if any(test["kind"] == "statement" for test in tests):
+        # Loaded before the solution runs, so their state before it is what statement tests see.
+        for name in _COMMON_MODULES:
+            try:
+                __import__(name)
+            except ImportError:
+                pass
     skip_reason = None
     for index, test in enumerate(tests):
         kind = test["kind"]

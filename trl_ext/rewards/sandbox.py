@@ -12,7 +12,8 @@ own temporary directory, with:
   directories and the Python installation only (not `/home`, `/root`, `/etc/shadow`, the project), size-capped
   tmpfs for the working directory, `/tmp`, `/dev/shm` and the home directory, and nothing the host can see
   written anywhere. With `unshare` only: network, PID, IPC and UTS namespaces, but no file-system isolation.
-  Without either, resource limits alone, with a logged warning.
+  Without either, resource limits alone, with a logged warning. Without bubblewrap a root trainer's program
+  runs as uid 65534 when that user can start the interpreter, else as root with no capabilities (`setpriv`).
 - a per-run `pids` cgroup (and `memory` cgroup when available) when cgroups are writable. The kernel does not
   apply `RLIMIT_NPROC` to root, and a user namespace created by root still maps to root outside, so a fork
   bomb run by root is contained by `pids.max`, not by the rlimit. The cgroup also lists every process of the
@@ -217,11 +218,14 @@ class Sandbox:
     def _setup(self) -> None:
         self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python)
         if self.isolation == "none":
+            as_root = os.geteuid() == 0 and not _privilege_drop(self.python)[1]
             logger.warning(
                 "Code sandbox without Linux namespaces (%s): programs run with resource limits only; they can "
-                "reach the network and write wherever this user can. Install bubblewrap (`apt-get install "
+                "reach the network and write wherever %s can%s. Install bubblewrap (`apt-get install "
                 "bubblewrap`) for network and file-system isolation.",
                 reason,
+                "root" if as_root else "this user",
+                ", and signal every process of root" if as_root else "",
             )
         elif self.isolation == "unshare":
             logger.warning(
@@ -350,15 +354,20 @@ def _sandbox_command(
     python_script: bool, site_packages: bool,
 ) -> tuple[list[str], dict[str, str], str]:
     root = os.geteuid() == 0
-    # RLIMIT_NPROC counts per (user namespace, uid) and never binds root; see the module docstring.
+    # Without bubblewrap, root's program would be root on the host: run it as nobody when the interpreter is
+    # readable by nobody, else as root without capabilities (see `_privilege_drop`).
+    drop, as_nobody = _privilege_drop(python) if root and isolation != "bwrap" else ([], False)
+    if as_nobody:
+        _give_to_nobody(workdir)
+    # RLIMIT_NPROC counts per (user namespace, uid) and never binds root (kernel uid 0); see the module docstring.
     own_user_namespace = isolation == "bwrap" or (isolation == "unshare" and not root)
     config = {
         "copy_from": _INPUT_DIR if isolation == "bwrap" else None,
         "rlimits": limits.rlimits(),
-        "nproc": None if root else limits.max_processes,
+        "nproc": None if root and not as_nobody else limits.max_processes,
         "nproc_counts_host": not own_user_namespace,
     }
-    launcher = [python, "-I", "-S", "-c", _LAUNCHER, json.dumps(config), *argv]
+    launcher = [*drop, python, "-I", "-S", "-c", _LAUNCHER, json.dumps(config), *argv]
     home = os.path.expanduser("~") if isolation == "bwrap" else workdir
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -380,6 +389,40 @@ def _sandbox_command(
             namespaces += ["--user", "--map-root-user"]
         return [shutil.which("unshare") or "unshare", *namespaces, "--", *launcher], env, workdir
     return launcher, env, workdir
+
+
+@functools.lru_cache(maxsize=None)
+def _privilege_drop(python: str) -> tuple[list[str], bool]:
+    """`(command prefix, runs as nobody)` that takes root's privileges away from a non-bubblewrap sandbox.
+
+    With `setpriv` (util-linux): uid/gid 65534 if that user can start `python` (not so when it lives under a
+    home only root may enter, such as pyenv's `/root/.pyenv`); otherwise uid 0 with an empty capability
+    bounding set, which still owns root's files and may signal root's processes. Either way no setuid
+    program can raise privileges again (`--no-new-privs`).
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return [], False
+    nobody = [setpriv, f"--reuid={_SANDBOX_UID}", f"--regid={_SANDBOX_UID}", "--clear-groups", "--no-new-privs", "--"]
+    # Started through a shell, as the launcher later execs: setpriv's own exec can reach a binary nobody may
+    # not, which then runs with another Python's library. Same version and prefix as root sees = usable.
+    identify = ["/bin/sh", "-c", 'exec "$0" -I -S -c "import sys; print(sys.version, sys.prefix)"', python]
+    try:
+        as_root = subprocess.run(identify, cwd="/", capture_output=True, timeout=60)
+        as_nobody = subprocess.run([*nobody, *identify], cwd="/", capture_output=True, timeout=60)
+        usable = as_nobody.returncode == 0 and as_nobody.stdout == as_root.stdout
+    except (OSError, subprocess.TimeoutExpired):
+        usable = False
+    if usable:
+        return nobody, True
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"], False
+
+
+def _give_to_nobody(workdir: str) -> None:
+    for directory, _, names in os.walk(workdir):
+        os.chown(directory, _SANDBOX_UID, _SANDBOX_UID)
+        for name in names:
+            os.chown(os.path.join(directory, name), _SANDBOX_UID, _SANDBOX_UID)
 
 
 def _bwrap_arguments(python: str, workdir: str, limits: SandboxLimits) -> list[str]:
