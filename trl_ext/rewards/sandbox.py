@@ -163,7 +163,8 @@ class SandboxLimits:
 class SandboxResult:
     """What a sandbox run produced.
 
-    `returncode` is the program's exit status (negative: killed by that signal). `timed_out` and
+    `returncode` is the program's exit status (negative: killed by that signal; under bubblewrap, which
+    reports a signal N as status 128 + N, an exit status above 128 also reads as a signal). `timed_out` and
     `output_limit_exceeded` say the run was killed by the sandbox; `stdout`/`stderr` are then what was read
     before. `isolation` is the backend used ("bwrap", "unshare" or "none"); `run_id` is the value of
     `TRL_EXT_SANDBOX_RUN` in the run's environment.
@@ -216,7 +217,8 @@ class Sandbox:
         self._setup()
 
     def _setup(self) -> None:
-        self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python)
+        # Keyed on PATH too: which of bwrap/unshare exist depends on it.
+        self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python, os.environ.get("PATH", ""))
         if self.isolation == "none":
             as_root = os.geteuid() == 0 and not _privilege_drop(self.python)[1]
             logger.warning(
@@ -298,7 +300,7 @@ class Sandbox:
                 data = content.encode() if isinstance(content, str) else content
                 Path(workdir, name).write_bytes(data)
             command, env, cwd = self._command(argv, workdir, limits, run_id, python_script)
-            cgroups = _RunCgroups.create(run_id, limits)
+            cgroups = _RunCgroups.create(run_id, limits, _SUPERVISOR_PROCESSES[self.isolation])
             if cgroups is not None:
                 # Join the cgroups before anything of the run can fork: the shell moves itself, then execs.
                 command = ["/bin/sh", "-c", _JOIN_CGROUPS, "sh", *cgroups.procs_files, "--", *command]
@@ -329,8 +331,11 @@ class Sandbox:
             if cgroups is not None:
                 cgroups.remove()
             _remove_tree(workdir)
+        returncode = process.returncode
+        if self.isolation == "bwrap" and returncode is not None and 128 < returncode < 128 + 65:
+            returncode = 128 - returncode  # bubblewrap reports death by signal N as status 128 + N
         return SandboxResult(
-            returncode=process.returncode,
+            returncode=returncode,
             stdout=stdout,
             stderr=stderr,
             timed_out=timed_out,
@@ -484,7 +489,7 @@ def _interpreter_dirs(python: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _resolve_isolation(requested: str, python: str) -> tuple[str, str]:
+def _resolve_isolation(requested: str, python: str, search_path: str) -> tuple[str, str]:
     """`(backend, why the better ones were not used)`, probing each backend once per process."""
     if requested == "none":
         return "none", "isolation='none' was requested"
@@ -529,6 +534,8 @@ def _probe(backend: str, python: str) -> str | None:
 # `sh -c` script: write the shell's own pid into each cgroup.procs file given before `--`, then exec the rest.
 _JOIN_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 _CGROUP_PARENT = "trl-ext-sandbox"
+# Processes of a run that are not the program's: bubblewrap outside and its init inside; `unshare` itself.
+_SUPERVISOR_PROCESSES = {"bwrap": 2, "unshare": 1, "none": 0}
 
 
 @functools.lru_cache(maxsize=1)
@@ -599,7 +606,7 @@ class _RunCgroups:
         self.directories = directories
 
     @classmethod
-    def create(cls, run_id: str, limits: SandboxLimits) -> _RunCgroups | None:
+    def create(cls, run_id: str, limits: SandboxLimits, supervisors: int) -> _RunCgroups | None:
         bases = _cgroup_bases()
         if not bases:
             return None
@@ -611,8 +618,7 @@ class _RunCgroups:
                 created.directories.append((directory, controllers))
                 v2 = os.path.exists(os.path.join(directory, "cgroup.controllers"))
                 if "pids" in controllers:
-                    # The launcher, bubblewrap's two processes and the shell count too.
-                    Path(directory, "pids.max").write_text(str(limits.max_processes + 4))
+                    Path(directory, "pids.max").write_text(str(limits.max_processes + supervisors))
                 if "memory" in controllers:
                     Path(directory, "memory.max" if v2 else "memory.limit_in_bytes").write_text(str(2 * limits.memory))
         except OSError as error:

@@ -1,0 +1,359 @@
+"""Sandbox: limits, isolation, cleanup. Programs here really run; nothing is mocked.
+
+Destructive programs (fork bombs, `kill(-1)`) only run under namespaces: without them a root test process
+would share its PID space with the program.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import shutil
+import signal
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from trl_ext.rewards.sandbox import RUN_ID_VARIABLE, Sandbox, SandboxLimits, _cgroup_bases
+
+MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
+HAS_BWRAP = shutil.which("bwrap") is not None
+HAS_UNSHARE = shutil.which("unshare") is not None
+requires_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+NAMESPACED = [
+    pytest.param("bwrap", marks=requires_bwrap),
+    pytest.param("unshare", marks=pytest.mark.skipif(not HAS_UNSHARE, reason="unshare is not installed")),
+]
+
+
+def leftover_processes(run_id: str) -> list[int]:
+    """PIDs of live processes started by the run `run_id` (they all inherit its environment variable)."""
+    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path("/proc", entry, "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def run_cgroups() -> list[str]:
+    return sorted(name for base, _ in _cgroup_bases() for name in os.listdir(base) if os.path.isdir(Path(base, name)))
+
+
+@pytest.fixture(scope="module")
+def bwrap_sandbox() -> Sandbox:
+    if not HAS_BWRAP:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="bwrap")
+    assert sandbox.isolation == "bwrap"
+    return sandbox
+
+
+def sandbox_for(isolation: str, **limits) -> Sandbox:
+    return Sandbox(SandboxLimits(**{"wall_time": 10, **limits}), isolation=isolation)
+
+
+# ---------------------------------------------------------------------------------------------- basic runs
+
+
+def test_auto_picks_bubblewrap_when_installed():
+    if not HAS_BWRAP:
+        pytest.skip("bubblewrap is not installed")
+    assert Sandbox().isolation == "bwrap"
+
+
+def test_python_program_gets_files_args_stdin_in_a_fresh_directory(bwrap_sandbox):
+    program = (
+        "import os, sys\n"
+        "print(os.getcwd(), sorted(os.listdir('.')), sys.argv[1:], os.getuid())\n"
+        "print(open('data.txt').read().strip(), input())\n"
+        "open('written.txt', 'w').write('x')\n"
+    )
+    result = bwrap_sandbox.run_python(
+        "main.py", files={"main.py": program, "data.txt": "from a file\n"}, args=["--flag", "7"], stdin="from stdin\n"
+    )
+    assert result.ok, result.stderr
+    first, second = result.stdout.decode().splitlines()
+    assert first == "/sandbox ['data.txt', 'main.py'] ['--flag', '7'] 65534"
+    assert second == "from a file from stdin"
+    # The next run starts from an empty directory again.
+    again = bwrap_sandbox.run(["ls", "-A"])
+    assert again.ok and again.stdout == b""
+    assert leftover_processes(result.run_id) == []
+
+
+def test_run_executes_a_command_and_reports_its_status(bwrap_sandbox):
+    result = bwrap_sandbox.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.returncode, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    assert not result.ok and not result.timed_out
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_parallel_runs_from_threads(isolation):
+    sandbox = sandbox_for(isolation)
+    with ThreadPoolExecutor(4) as executor:
+        results = list(executor.map(lambda i: sandbox.run(["sh", "-c", f"echo {i}"]), range(8)))
+    assert [r.stdout for r in results] == [f"{i}\n".encode() for i in range(8)]
+    assert len({r.run_id for r in results}) == 8
+
+
+def test_sandbox_pickles(bwrap_sandbox):
+    copy = pickle.loads(pickle.dumps(bwrap_sandbox))
+    assert copy.isolation == "bwrap" and copy.limits == bwrap_sandbox.limits
+    assert copy.run(["echo", "ok"]).stdout == b"ok\n"
+
+
+def test_limits_are_validated():
+    with pytest.raises(ValueError, match="wall_time"):
+        SandboxLimits(wall_time=0)
+    with pytest.raises(ValueError, match="max_open_files"):
+        SandboxLimits(max_open_files=3)
+    with pytest.raises(ValueError, match="isolation"):
+        Sandbox(isolation="docker")
+
+
+# -------------------------------------------------------------------------------------------------- limits
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_wall_clock_limit_kills_the_whole_run(isolation):
+    sandbox = sandbox_for(isolation, wall_time=1.0)
+    program = "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\nprint('started', flush=True)\ntime.sleep(300)\n"
+    started = time.monotonic()
+    result = sandbox.run_python("main.py", files={"main.py": program})
+    assert result.timed_out and not result.ok
+    assert result.stdout == b"started\n"
+    assert time.monotonic() - started < 1.0 + MARGIN
+    assert leftover_processes(result.run_id) == []
+
+
+def test_cpu_time_limit(bwrap_sandbox):
+    limits = SandboxLimits(wall_time=30, cpu_time=1)
+    started = time.monotonic()
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": "while True:\n    pass\n"}, limits=limits)
+    assert not result.timed_out
+    assert result.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
+    assert time.monotonic() - started < 2 + MARGIN
+
+
+def test_memory_limit(bwrap_sandbox):
+    limits = SandboxLimits(memory=256 << 20)
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": "x = bytearray(1 << 30)\n"}, limits=limits)
+    assert result.returncode == 1 and b"MemoryError" in result.stderr
+
+
+def test_file_size_limit(bwrap_sandbox):
+    program = (
+        "import os\n"
+        "try:\n"
+        "    with open('big', 'wb') as f:\n"
+        "        f.write(b'x' * (2 << 20))\n"
+        "except OSError as error:\n"
+        "    print(error.errno)\n"
+        "print(os.path.getsize('big'))\n"
+    )
+    limits = SandboxLimits(max_file_size=1 << 20)
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": program}, limits=limits)
+    errno_line, size_line = result.stdout.decode().split()
+    assert int(errno_line) == 27  # EFBIG: Python ignores SIGXFSZ, so the write fails instead
+    assert int(size_line) <= 1 << 20
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_output_is_capped_and_the_run_stopped(isolation):
+    sandbox = sandbox_for(isolation, max_output=1000, wall_time=20)
+    started = time.monotonic()
+    result = sandbox.run_python("main.py", files={"main.py": "while True:\n    print('y' * 10000)\n"})
+    assert result.output_limit_exceeded and not result.timed_out
+    assert len(result.stdout) == 1000
+    assert time.monotonic() - started < MARGIN
+    assert leftover_processes(result.run_id) == []
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_process_count_is_capped(isolation):
+    # Each child sleeps, so they all exist at once; forking stops at the cgroup's pids.max (or RLIMIT_NPROC).
+    program = (
+        "import os, time\n"
+        "count = 0\n"
+        "try:\n"
+        "    for _ in range(500):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(300)\n"
+        "            os._exit(0)\n"
+        "        count += 1\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(count)\n"
+    )
+    sandbox = sandbox_for(isolation, max_processes=20)
+    result = sandbox.run_python("main.py", files={"main.py": program})
+    assert result.ok, result.stderr
+    assert 0 < int(result.stdout) < 20  # the program itself is one of the 20
+    assert leftover_processes(result.run_id) == []  # the sleeping children died with the run
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_fork_bomb_is_contained_and_cleaned_up(isolation):
+    program = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    sandbox = sandbox_for(isolation, wall_time=2.0, max_processes=32)
+    started = time.monotonic()
+    result = sandbox.run_python("main.py", files={"main.py": program})
+    assert result.timed_out
+    assert time.monotonic() - started < 2.0 + MARGIN
+    assert leftover_processes(result.run_id) == []
+    assert run_cgroups() == []
+    # The host can still start processes.
+    assert sandbox.run(["true"]).ok
+
+
+# --------------------------------------------------------------------------------------------- isolation
+
+
+@pytest.fixture
+def listener():
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield server.getsockname()[1]
+    server.close()
+
+
+CONNECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=2).close()\n"
+    "    print('connected')\n"
+    "except OSError as error:\n"
+    "    print('refused', type(error).__name__)\n"
+)
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_no_network(isolation, listener):
+    result = sandbox_for(isolation).run_python("main.py", files={"main.py": CONNECT}, args=[str(listener)])
+    assert result.stdout.decode().startswith("refused"), result.stdout
+
+
+def test_the_network_test_can_fail_without_namespaces(listener):
+    # Same program, no namespaces: it reaches the listener, so the refusals above are the sandbox's doing.
+    result = sandbox_for("none").run_python("main.py", files={"main.py": CONNECT}, args=[str(listener)])
+    assert result.stdout == b"connected\n"
+
+
+def test_file_system_is_read_only_outside_the_sandbox(bwrap_sandbox, tmp_path):
+    token = os.urandom(4).hex()
+    home = os.path.expanduser("~")
+    targets = [
+        os.path.join(home, f"sandbox-escape-{token}"),
+        os.path.join(os.getcwd(), f"sandbox-escape-{token}"),
+        str(tmp_path / f"sandbox-escape-{token}"),
+        f"/etc/sandbox-escape-{token}",
+        f"/usr/sandbox-escape-{token}",
+        f"/sandbox-escape-{token}",
+    ]
+    program = (
+        "import os, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(path, 'w').write('escaped')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as error:\n"
+        "        print('refused', path, type(error).__name__)\n"
+        "for path in ('/etc/shadow', '/work', '/home', '/root/.bash_history', '/proc/1/environ'):\n"
+        "    print('visible' if os.path.exists(path) else 'absent', path)\n"
+    )
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": program}, args=targets)
+    lines = result.stdout.decode().splitlines()
+    # Writing into the home directory succeeds, into a tmpfs that disappears with the run; the rest is refused.
+    assert lines[0] == f"wrote {targets[0]}"
+    assert all(line.startswith("refused") for line in lines[1 : len(targets)]), lines
+    assert {line.split()[1]: line.split()[0] for line in lines[len(targets) :]} == {
+        "/etc/shadow": "absent", "/work": "absent", "/home": "absent", "/root/.bash_history": "absent",
+        "/proc/1/environ": "visible",  # the sandbox's own PID 1 (bubblewrap), not the host's
+    }
+    for target in targets:
+        assert not os.path.exists(target), target
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+def test_environment_secrets_are_not_visible(isolation, monkeypatch):
+    secret = f"hunter2-{os.urandom(6).hex()}"
+    monkeypatch.setenv("TRL_EXT_FAKE_API_KEY", secret)
+    program = (
+        "import os\n"
+        "print(dict(os.environ))\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    try:\n"
+        "        print(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    result = sandbox_for(isolation).run_python("main.py", files={"main.py": program})
+    assert result.ok and result.stdout
+    assert secret.encode() not in result.stdout and b"TRL_EXT_FAKE_API_KEY" not in result.stdout
+
+
+@pytest.mark.parametrize("isolation", NAMESPACED)
+@pytest.mark.parametrize(
+    "attack",
+    ["os.kill(os.getppid(), signal.SIGKILL)", "os.killpg(0, signal.SIGKILL)", "os.kill(-1, signal.SIGKILL)"],
+)
+def test_killing_the_parent_only_ends_the_run(isolation, attack):
+    program = f"import os, signal, time\n{attack}\ntime.sleep(1)\nprint('survived')\n"
+    started = time.monotonic()
+    result = sandbox_for(isolation).run_python("main.py", files={"main.py": program})
+    assert time.monotonic() - started < MARGIN
+    assert leftover_processes(result.run_id) == []
+    # This test process is alive, and the sandbox still works.
+    assert sandbox_for(isolation).run(["echo", "ok"]).stdout == b"ok\n"
+
+
+# ---------------------------------------------------------------------------------------------- fallbacks
+
+
+def test_limits_only_mode_logs_a_warning_and_still_limits(caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
+        sandbox = Sandbox(SandboxLimits(wall_time=1.0, max_output=100), isolation="none")
+    assert sandbox.isolation == "none"
+    assert any("without Linux namespaces" in record.getMessage() for record in caplog.records)
+    started = time.monotonic()
+    slow = sandbox.run(["sleep", "30"])
+    assert slow.timed_out and time.monotonic() - started < 1.0 + MARGIN
+    assert leftover_processes(slow.run_id) == []
+    loud = sandbox.run_python("main.py", files={"main.py": "print('z' * 1000)"})
+    assert loud.output_limit_exceeded and len(loud.stdout) == 100
+
+
+def test_auto_falls_back_to_limits_only_without_tools(monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare can be found
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
+        sandbox = Sandbox(isolation="auto")
+    assert sandbox.isolation == "none"
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert "without Linux namespaces" in messages and "bwrap: `bwrap` is not installed" in messages
+    assert sandbox.run_python("main.py", files={"main.py": "print(6 * 7)"}).stdout == b"42\n"
+
+
+def test_requested_backend_that_is_missing_fails_with_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
+        Sandbox(isolation="bwrap")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and /usr/bin/python3")
+def test_without_namespaces_root_runs_the_program_as_nobody_when_it_can():
+    # The system interpreter is readable by everyone, so the limits-only mode drops root for uid 65534.
+    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="none", python="/usr/bin/python3")
+    program = "import os\ntry:\n    open('/root/escape', 'w')\nexcept OSError as error:\n    print(type(error).__name__)\nprint(os.getuid())\n"
+    result = sandbox.run_python("main.py", files={"main.py": program})
+    assert result.stdout.decode().split() == ["PermissionError", "65534"]
+    assert not os.path.exists("/root/escape")
