@@ -141,16 +141,37 @@ def _module_snapshot():
     return restore
 
 
-def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
+def _genuine_names(test_code):
+    """The builtins and loaded modules a test names, as they are before any solution runs.
+
+    A test's `abs`, `sorted`, `set` or `math` then mean the real ones even when the solution rebinds those
+    names in its own namespace (`abs = lambda x: 0`; `math = FakeMath()`).
+    """
+    names, stack = set(), [test_code]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(const for const in code.co_consts if isinstance(const, type(test_code)))
+    genuine = {}
+    for name in names:
+        if name in builtins.__dict__:
+            genuine[name] = builtins.__dict__[name]
+        elif name in sys.modules and "." not in name:
+            genuine[name] = sys.modules[name]
+    genuine["__builtins__"] = dict(builtins.__dict__)
+    return genuine
+
+
+def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_seconds, max_value_bytes):
     """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
 
-    `fds` are the child's ends of its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests,
-    whose prints go to /dev/null.
+    `genuine` holds the real objects for the test's builtin and module names (see `_genuine_names`);
+    `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
+    its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
     """
     write, exit_, read, flush_targets = os.write, os._exit, os.read, (sys.stdout, sys.stderr)
     exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
-    result_fd, nonce_fd, unencodable = _RESULT_FD, _NONCE_FD, _Unencodable
-    restore_modules = _module_snapshot() if kind == "statement" else None
+    result_fd, nonce_fd, unencodable, copy_dict = _RESULT_FD, _NONCE_FD, _Unencodable, dict
     os.setpgid(0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
@@ -176,16 +197,19 @@ def _child(kind, solution_code, test_code, fds, cpu_seconds, max_value_bytes):
             if kind != "stdio":
                 write(result_fd, b"L")
                 stage = "test"
+                # The test sees the standard library as it was before the solution ran (a solution that
+                # replaced `math.isclose` or `builtins.abs` at import cannot make an assert pass), and the
+                # solution's names except where they rebind a builtin or module the test uses.
+                restore_modules()
+                test_globals = copy_dict(namespace)
+                test_globals.update(genuine)
             if kind == "value":
-                payload = dumps(encode(eval_(test_code, namespace))).encode()
+                payload = dumps(encode(eval_(test_code, test_globals))).encode()
                 if len(payload) > max_value_bytes:
                     raise unencodable(f"value larger than {max_value_bytes} bytes")
                 write_all(write, result_fd, b"V" + payload)
             elif kind == "statement":
-                # The test sees the standard library as it was before the solution ran: a solution that
-                # replaced `math.isclose` or `builtins.sorted` at import cannot make the assert pass.
-                restore_modules()
-                exec_(test_code, namespace)
+                exec_(test_code, test_globals)
                 write_all(write, result_fd, b"P" + read(nonce_fd, 64))
         except SystemExit as stop:
             # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
@@ -227,7 +251,7 @@ def _reap():
             return
 
 
-def _run_test(kind, solution_code, test_code, stdin_text, plan):
+def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules):
     """Fork one test child, wait for it up to the timeout, return the record for the trainer."""
     timeout, max_output = plan["timeout"], plan["max_output"]
     result_read, result_write = os.pipe()
@@ -247,7 +271,9 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan):
     pid = os.fork()
     if pid == 0:
         try:
-            _child(kind, solution_code, test_code, child_fds, int(-(-timeout // 1)), plan["max_value"])
+            genuine = _genuine_names(test_code) if test_code is not None else {}
+            cpu_seconds = int(-(-timeout // 1))
+            _child(kind, solution_code, test_code, genuine, restore_modules, child_fds, cpu_seconds, plan["max_value"])
         finally:
             os._exit(70)
     try:
@@ -370,13 +396,13 @@ def main(argv):
         for index in range(len(tests)):
             emit(index, {"status": "failed", "reason": "syntax_error", "error": f"{type(error).__name__}: {error}"})
         return
-    if any(test["kind"] == "statement" for test in tests):
-        # Loaded before the solution runs, so their state before it is what statement tests see.
-        for name in _COMMON_MODULES:
-            try:
-                __import__(name)
-            except ImportError:
-                pass
+    # Loaded before any solution runs, so that their state then is what the tests see (`_module_snapshot`).
+    for name in _COMMON_MODULES:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    restore_modules = _module_snapshot()
     skip_reason = None
     for index, test in enumerate(tests):
         kind = test["kind"]
@@ -389,7 +415,7 @@ def main(argv):
             test_code = compile(test["source"], "<test>", "exec", dont_inherit=True)
         else:
             test_code = None
-        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan)
+        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules)
         emit(index, record)
         if kind != "stdio" and not record["loaded"]:
             # The solution's top-level code failed or hung; it would do the same before every assert test.

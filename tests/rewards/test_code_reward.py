@@ -1,0 +1,474 @@
+"""The `code` reward: code extraction, test formats, scoring, and adversarial programs that must score 0.
+
+Every program really runs in the sandbox. The adversarial table needs namespaces (bubblewrap in CI): its
+fork bomb and `kill(-1)` rows would hit the test process's own PID space without them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+import trl_ext.rewards.code  # noqa: F401  (registers `code`)
+from trl_ext.rewards import build_reward_funcs, call_reward, get_reward
+from trl_ext.rewards.code import (
+    CodeReward,
+    CodeTest,
+    assert_test,
+    extract_python_code,
+    outputs_match,
+    parse_tests,
+)
+from trl_ext.rewards.sandbox import RUN_ID_VARIABLE
+
+MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
+TIMEOUT = 1.0
+HAS_BWRAP = shutil.which("bwrap") is not None
+requires_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed (apt-get install bubblewrap)")
+
+ADD = "def add(a, b):\n    return a + b\n"
+ADD_TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert 10 == add(4, 6)"]
+SUM_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
+SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5", "output": "10"}]
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}```\nIt adds the numbers."
+
+
+def leftover_processes(run_id: str) -> list[int]:
+    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path("/proc", entry, "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def reward() -> CodeReward:
+    if not HAS_BWRAP:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256)
+    assert reward.sandbox.isolation == "bwrap"
+    return reward
+
+
+# ---------------------------------------------------------------------------------------------- extraction
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("```python\nx = 1\n```", "x = 1\n"),
+        ("```py\nx = 1\n```", "x = 1\n"),
+        ("first\n```python\nx = 1\n```\nbetter:\n```python\nx = 2\n```\n", "x = 2\n"),
+        ("```python\nx = 1\n```\n```text\noutput\n```", "x = 1\n"),  # a later non-Python block is skipped
+        ("```\nx = 3\n```", "x = 3\n"),  # untagged block when no Python block
+        ("```cpp\nint main() {}\n```", ""),  # only another language: no Python code
+        ("x = 4\nprint(x)", "x = 4\nprint(x)"),  # no fence: the whole completion
+        ("<think>```python\nx = 0\n```</think>```python\nx = 5\n```", "x = 5\n"),
+        ("<think>maybe ```python\nx = 0\n```</think>no code after thinking", "no code after thinking"),
+        ("```python\ndef f():\n    return 1", "def f():\n    return 1"),  # cut off by the length limit
+    ],
+)
+def test_extract_python_code(text, code):
+    assert extract_python_code(text) == code
+
+
+# --------------------------------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize(
+    ("statement", "kind", "source", "expected", "op", "literal_first"),
+    [
+        ("assert add(1, 2) == 3", "value", "add(1, 2)", 3, "==", False),
+        ("assert 3 == add(1, 2)", "value", "add(1, 2)", 3, "==", True),
+        ("assert f([3, 1]) == (1, 3)", "value", "f([3, 1])", (1, 3), "==", False),
+        ("assert f(x=-1) != -2", "value", "f(x=-1)", -2, "!=", False),
+        ("assert abs(f(2) - 0.5) < 1e-6", "value", "abs(f(2) - 0.5)", 1e-6, "<", False),
+        ("assert 'a' in f('abc')", "value", "f('abc')", "a", "in", True),
+        ("assert f(0) is None", "value", "f(0)", None, "is", False),
+        ("   assert f({1: 'a'}) == {1: 'a'}, 'message'", "value", "f({1: 'a'})", {1: "a"}, "==", False),
+        ("assert math.isclose(area(2), 12.56)", "statement", "assert math.isclose(area(2), 12.56)", None, "==", False),
+        ("assert f(1) == g(1)", "statement", "assert f(1) == g(1)", None, "==", False),
+        ("assert f(1)", "statement", "assert f(1)", None, "==", False),
+        ("assert 0 < f(1) < 5", "statement", "assert 0 < f(1) < 5", None, "==", False),
+    ],
+)
+def test_assert_statements_are_split_into_what_the_sandbox_sees_and_what_stays_here(
+    statement, kind, source, expected, op, literal_first
+):
+    test = assert_test(statement)
+    assert (test.kind, test.source, test.expected, test.operator, test.literal_first) == (
+        kind, source, expected, op, literal_first
+    )
+    if kind == "value":  # the expected value never goes into the sandbox's plan
+        assert test.plan() == {"kind": "value", "source": source}
+
+
+def test_parse_tests_formats():
+    asserts = parse_tests(ADD_TESTS)
+    assert [t.kind for t in asserts] == ["value"] * 3
+    pairs = parse_tests(SUM_TESTS)
+    assert [(t.kind, t.stdin, t.expected) for t in pairs] == [("stdio", "1 2\n", "3\n"), ("stdio", "5 5", "10")]
+    as_json = parse_tests('[{"input": "1 2", "output": "3"}]')
+    assert [(t.stdin, t.expected) for t in as_json] == [("1 2", "3")]
+    apps = parse_tests({"inputs": ["1 2\n", ["3", "4"]], "outputs": ["3\n", ["7"]]})
+    assert [(t.stdin, t.expected) for t in apps] == [("1 2\n", "3\n"), ("3\n4", "7")]
+    block = parse_tests("assert add(1, 2) == 3\nassert add(0, 0) == 0\n")
+    assert [t.source for t in block] == ["add(1, 2)", "add(0, 0)"]
+    setup_block = parse_tests("import math\nassert math.isclose(area(1), 3.14159, rel_tol=1e-4)")
+    assert len(setup_block) == 1 and setup_block[0].kind == "statement"
+
+
+@pytest.mark.parametrize(
+    "tests", [None, [], "", "   ", {}, {"inputs": ["1"], "outputs": []}, ["assert (("], [1, 2], {"fn_name": "f"}]
+)
+def test_missing_or_unreadable_tests_cannot_be_judged(tests):
+    assert parse_tests(tests) is None
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "mode", "match"),
+    [
+        ("3\n", "3", "lines", True),
+        ("1 2 \r\n3\n\n", "1 2\n3", "lines", True),
+        ("1  2\n3", "1 2\n3", "lines", False),
+        ("1  2\n3", "1 2 3", "tokens", True),
+        (" 3 \n", "3", "stripped", True),
+        ("3\n", "3", "exact", False),
+        ("30", "3", "tokens", False),
+    ],
+)
+def test_outputs_match(actual, expected, mode, match):
+    assert outputs_match(actual, expected, mode) is match
+
+
+# ------------------------------------------------------------------------------------------------- scoring
+
+
+def test_correct_code_passes_asserts_and_stdio(reward):
+    scores = reward(completions=[fenced(ADD), fenced(SUM_PROGRAM)], tests=[ADD_TESTS, SUM_TESTS])
+    assert scores == [1.0, 1.0]
+
+
+def test_wrong_code_fails_and_partial_credit_counts_tests(reward):
+    wrong_for_negatives = "def add(a, b):\n    return abs(a) + b\n"  # add(-1, 1) == 2
+    scores = reward(
+        completions=[fenced("def add(a, b):\n    return a - b\n"), fenced(wrong_for_negatives)],
+        tests=[ADD_TESTS] * 2,
+    )
+    assert scores == [0.0, pytest.approx(2 / 3)]
+
+
+def test_all_or_nothing_and_dapo_scoring():
+    strict = CodeReward(timeout=TIMEOUT, partial_credit=False, scoring="dapo")
+    wrong_for_one = "def add(a, b):\n    return a + b if a != 4 else 0\n"
+    report = strict.evaluate(fenced(wrong_for_one), ADD_TESTS + ["assert add(2, 2) == 4"])
+    # All-or-nothing stops after the first failure the sandbox sees; a wrong value is judged here, so all run.
+    assert [o.status for o in report.outcomes] == ["passed", "passed", "wrong_value", "passed"]
+    scores = strict(completions=[fenced(ADD), fenced(wrong_for_one), "no code at all ```"], tests=[ADD_TESTS] * 3)
+    assert scores == [1.0, -1.0, -1.0]
+
+
+def test_all_or_nothing_skips_the_rest_after_a_timeout():
+    strict = CodeReward(timeout=TIMEOUT, partial_credit=False)
+    program = "import time\ndef add(a, b):\n    if a == 1:\n        time.sleep(60)\n    return a + b\n"
+    started = time.monotonic()
+    report = strict.evaluate(fenced(program), ADD_TESTS)
+    assert [o.status for o in report.outcomes] == ["timeout", "not_run", "not_run"]
+    assert time.monotonic() - started < TIMEOUT + MARGIN
+
+
+def test_values_are_compared_with_python_semantics_on_plain_data(reward):
+    program = (
+        "from fractions import Fraction\n"
+        "from collections import namedtuple, OrderedDict\n"
+        "Point = namedtuple('Point', 'x y')\n"
+        "def pair(): return [1, 2]\n"
+        "def point(): return Point(1, 2)\n"
+        "def half(): return Fraction(1, 2)\n"
+        "def ordered(): return OrderedDict(a=1)\n"
+        "def nan(): return float('nan')\n"
+        "def big(): return 2 ** 200\n"
+        "def nested(): return {(1, 2): {3, 4}, 'k': [None, True, 1.5, b'x', 2j]}\n"
+    )
+    tests = [
+        "assert pair() == (1, 2)",  # list is not a tuple
+        "assert point() == (1, 2)",  # a namedtuple is one
+        "assert half() == 0.5",
+        "assert ordered() == {'a': 1}",
+        "assert nan() != 0.5",
+        "assert nan() == nan()",  # no literal side: runs in the sandbox, and NaN != NaN there too
+        "assert big() == 1606938044258990275541962092341162602522202993782792835301376",
+        "assert nested() == {(1, 2): {3, 4}, 'k': [None, True, 1.5, b'x', 2j]}",
+        "assert pair() == [1, 2]",
+    ]
+    report = reward.evaluate(fenced(program), tests)
+    assert [o.passed for o in report.outcomes] == [False, True, True, True, True, False, True, True, True]
+
+
+def test_conversational_completions_and_a_json_tests_column(reward):
+    completions = [[{"role": "assistant", "content": fenced(ADD)}]]
+    assert reward(completions=completions, tests=['["assert add(2, 3) == 5"]']) == [1.0]
+
+
+def test_rows_without_tests_score_none_and_code_free_completions_score_zero(reward):
+    assert reward(completions=[fenced(ADD), "I don't know.", fenced(ADD)], tests=[None, ADD_TESTS, []]) == [
+        None, 0.0, None,
+    ]
+
+
+def test_missing_tests_column_names_the_argument(reward):
+    with pytest.raises(KeyError, match="tests_column"):
+        reward(completions=[fenced(ADD)], answer=["3"])
+
+
+def test_arguments_are_validated():
+    with pytest.raises(ValueError, match="output_match"):
+        CodeReward(output_match="fuzzy")
+    with pytest.raises(ValueError, match="scoring"):
+        CodeReward(scoring="ternary")
+    with pytest.raises(ValueError, match="timeout"):
+        CodeReward(timeout=0)
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+
+def test_registered_as_code_pickles_and_runs_from_any_thread():
+    reward = get_reward("code", timeout=TIMEOUT)
+    assert reward.__name__ == "code"
+    copy = pickle.loads(pickle.dumps(reward))
+    results = {}
+    thread = threading.Thread(
+        target=lambda: results.update(scores=call_reward(copy, completions=[fenced(ADD)], tests=[ADD_TESTS]))
+    )
+    thread.start()
+    thread.join()
+    assert results["scores"] == [1.0]
+
+
+def test_spec_strings_build_the_reward_with_arguments():
+    (reward,), weights = build_reward_funcs(["code:timeout=2,partial_credit=false,output_match=tokens"])
+    inner = getattr(reward, "reward", reward)
+    assert (inner.timeout, inner.partial_credit, inner.output_match, weights) == (2.0, False, "tokens", [1.0])
+    with pytest.raises(TypeError, match="tests_column"):
+        get_reward("code", test_column="tests")
+
+
+def test_batch_runs_in_parallel(reward):
+    # 8 programs that each sleep 0.5 s in their one test: parallel workers finish well under 8 x 0.5 s.
+    program = "import time\ndef add(a, b):\n    time.sleep(0.5)\n    return a + b\n"
+    parallel = CodeReward(timeout=5, num_workers=8)
+    started = time.monotonic()
+    scores = parallel(completions=[fenced(program)] * 8, tests=[["assert add(1, 1) == 2"]] * 8)
+    assert scores == [1.0] * 8
+    assert time.monotonic() - started < 8 * 0.5
+
+
+def test_limits_only_mode_still_scores_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
+        unisolated = CodeReward(timeout=TIMEOUT, isolation="none")
+    assert any("without Linux namespaces" in record.getMessage() for record in caplog.records)
+    assert unisolated(completions=[fenced(ADD), fenced(SUM_PROGRAM)], tests=[ADD_TESTS, SUM_TESTS]) == [1.0, 1.0]
+    started = time.monotonic()
+    assert unisolated(completions=[fenced("def add(a, b):\n    while True:\n        pass\n")], tests=[ADD_TESTS[:1]]) == [0.0]
+    assert time.monotonic() - started < TIMEOUT + MARGIN
+
+
+# ----------------------------------------------------------------------------------------------- adversarial
+
+
+@pytest.fixture(scope="module")
+def listener():
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield server.getsockname()[1]
+    server.close()
+
+
+TOKEN = os.urandom(4).hex()
+SECRET = f"hunter2-{os.urandom(6).hex()}"
+HOME = os.path.expanduser("~")
+ESCAPE_PATHS = [
+    os.path.join(HOME, f"escape-{TOKEN}"),
+    os.path.join(os.getcwd(), f"escape-{TOKEN}"),
+    f"/tmp/escape-{TOKEN}",
+]
+SQUARE_TEST = ["assert square(3) == 9"]
+
+
+def adversarial_cases(port: int) -> dict[str, tuple[str, list]]:
+    """name -> (program, tests). Each program would pass, or do harm, if the sandbox or harness let it."""
+    return {
+        "infinite loop at import": ("while True:\n    pass\ndef square(x):\n    return x * x\n", SQUARE_TEST),
+        "infinite loop in the tested function": ("def square(x):\n    while True:\n        pass\n", SQUARE_TEST),
+        "fork bomb": (
+            "import os\ndef square(x):\n    while True:\n        try:\n            os.fork()\n"
+            "        except OSError:\n            pass\n",
+            SQUARE_TEST,
+        ),
+        "memory bomb": ("def square(x):\n    hoard = []\n    while True:\n        hoard.append(' ' * 10**7)\n", SQUARE_TEST),
+        "huge output (asserts)": ("def square(x):\n    while True:\n        print('x' * 100000)\n", SQUARE_TEST),
+        "huge output (stdin/stdout)": ("while True:\n    print('9' * 100000)\n", [{"input": "3", "output": "9"}]),
+        "write a file in the home directory": (
+            "import os\n"
+            f"for path in [os.path.expanduser('~/escape-{TOKEN}'), *{ESCAPE_PATHS!r}]:\n"
+            "    try:\n        open(path, 'w').write('escaped')\n    except OSError:\n        pass\n"
+            "def square(x):\n    return x + x\n",
+            SQUARE_TEST,
+        ),
+        "network connection": (
+            f"import socket\ndef square(x):\n    socket.create_connection(('127.0.0.1', {port}), timeout=1).close()\n"
+            "    return x * x\n",
+            SQUARE_TEST,
+        ),
+        "kill the parent": ("import os\ndef square(x):\n    os.kill(os.getppid(), 9)\n    return x * x\n", SQUARE_TEST),
+        "kill the process group": ("import os\nos.killpg(0, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
+        "kill every process": ("import os\nos.kill(-1, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
+        "sys.exit(0) before the tests": ("import sys\nsys.exit(0)\ndef square(x):\n    return 0\n", SQUARE_TEST),
+        "os._exit(0) in the tested function": ("import os\ndef square(x):\n    os._exit(0)\n", SQUARE_TEST),
+        "always-equal object": (
+            "class Anything:\n    def __eq__(self, other):\n        return True\n"
+            "def square(x):\n    return Anything()\n",
+            SQUARE_TEST,
+        ),
+        "int subclass equal to everything": (
+            "class Anything(int):\n    def __eq__(self, other):\n        return True\n"
+            "def square(x):\n    return Anything(0)\n",
+            SQUARE_TEST,
+        ),
+        "monkey-patch the harness": (
+            "import __main__, builtins, sys\n"
+            "for name in list(vars(__main__)):\n"
+            "    if callable(getattr(__main__, name)) and not isinstance(getattr(__main__, name), type):\n"
+            "        setattr(__main__, name, lambda *args, **kwargs: None)\n"
+            "builtins.exec = lambda *args, **kwargs: None\n"
+            "builtins.eval = lambda *args, **kwargs: 9\n"
+            "sys.exit = lambda *args: None\n"
+            "def square(x):\n    return 0\n",
+            ["assert square(3) == 9", "assert square(3) == square(3) + 9"],
+        ),
+        "monkey-patch builtins and modules the tests use": (
+            "import builtins, math\n"
+            "math.isclose = lambda *args, **kwargs: True\n"
+            "builtins.abs = lambda value: 0\n"
+            "class FakeMath:\n    isclose = staticmethod(lambda *args, **kwargs: True)\n"
+            "math, abs, sorted = FakeMath(), (lambda value: 0), (lambda *args: [1, 2])\n"
+            "def area(r):\n    return 0\n",
+            [
+                "assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
+                "assert abs(area(2) - 12.566) < 1e-3",
+                "assert sorted([area(1)]) == sorted([2, 1])",
+            ],
+        ),
+        "trace function skipping the assert": (
+            "import sys\ndef skip(frame, event, arg):\n    return skip\nsys.settrace(skip)\n"
+            "def square(x):\n    return 0\n",
+            ["assert square(3) == 9 or square(3) == 9"],
+        ),
+        "read environment secrets": (
+            "import os\ndef leak():\n    found = os.environ.get('TRL_EXT_FAKE_SECRET', '')\n"
+            "    for pid in os.listdir('/proc'):\n        try:\n"
+            "            for entry in open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0'):\n"
+            "                if entry.startswith(b'TRL_EXT_FAKE_SECRET='):\n"
+            "                    found = found or entry.split(b'=', 1)[1].decode()\n"
+            "        except OSError:\n            pass\n    return found\n",
+            [f"assert leak() == {SECRET!r}"],
+        ),
+    }
+
+
+ADVERSARIAL_NAMES = list(adversarial_cases(0))
+
+
+@requires_bwrap
+@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
+def test_adversarial_program_scores_zero_in_time_and_leaves_nothing(name, reward, listener, monkeypatch):
+    monkeypatch.setenv("TRL_EXT_FAKE_SECRET", SECRET)
+    program, tests = adversarial_cases(listener)[name]
+    started = time.monotonic()
+    report = reward.evaluate(fenced(program), tests)
+    elapsed = time.monotonic() - started
+    assert not any(outcome.passed for outcome in report.outcomes), report
+    assert reward._score(report) == 0.0
+    assert elapsed < len(tests) * TIMEOUT + MARGIN
+    assert leftover_processes(report.run_id) == []
+    for path in ESCAPE_PATHS:
+        assert not os.path.exists(path), path
+
+
+def test_the_adversarial_harness_checks_can_fail(reward, listener):
+    # Honest versions of some rows pass, so their zeros above come from the defences, not broken tests.
+    assert reward.evaluate(fenced("def square(x):\n    return x * x\n"), SQUARE_TEST).fraction_passed == 1.0
+    program = "import math\ndef area(r):\n    return math.pi * r * r\n"
+    area_tests = [
+        "assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
+        "assert abs(area(2) - 12.566) < 1e-3",
+        "assert sorted([area(1) > 3, True]) == [True, True]",
+    ]
+    assert reward.evaluate(fenced(program), area_tests).fraction_passed == 1.0
+    leak = f"def leak():\n    return {SECRET!r}\n"
+    assert reward.evaluate(fenced(leak), [f"assert leak() == {SECRET!r}"]).fraction_passed == 1.0
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare is not installed")
+@pytest.mark.parametrize(
+    "name", ["fork bomb", "network connection", "kill every process", "read environment secrets", "infinite loop at import"]
+)
+def test_adversarial_programs_under_unshare(name, listener, monkeypatch):
+    monkeypatch.setenv("TRL_EXT_FAKE_SECRET", SECRET)
+    reward = CodeReward(timeout=TIMEOUT, isolation="unshare")
+    program, tests = adversarial_cases(listener)[name]
+    started = time.monotonic()
+    report = reward.evaluate(fenced(program), tests)
+    assert not any(outcome.passed for outcome in report.outcomes), report
+    assert time.monotonic() - started < len(tests) * TIMEOUT + MARGIN
+    assert leftover_processes(report.run_id) == []
+
+
+# ------------------------------------------------------------------------------------------------ training
+
+
+@pytest.mark.slow
+def test_code_reward_in_a_short_dapo_run(tmp_path, tiny_model_dir):
+    from trl_ext import DAPOConfig, DAPOTrainer
+
+    dataset = Dataset.from_dict(
+        {"prompt": [f"def f{i}(x):" for i in range(8)], "tests": [[f"assert f{i}(1) == 1"] for i in range(8)]}
+    )
+    reward_funcs, weights = build_reward_funcs(["code:timeout=2"])
+    config = DAPOConfig(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        max_steps=2,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        dynamic_sampling=False,
+        reward_weights=weights,
+    )
+    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=reward_funcs, args=config, train_dataset=dataset)
+    trainer.train()
+    logged = [entry["rewards/code/mean"] for entry in trainer.state.log_history if "rewards/code/mean" in entry]
+    assert len(logged) == 2 and all(0.0 <= value <= 1.0 for value in logged)
