@@ -1,0 +1,352 @@
+"""Dynamic sampling: DAPOTrainer's adaptive over-sampling against verl's and ms-swift's schemes.
+
+A reward under the script's control fixes the keep rate `p`: a prompt's group is informative (its completions get
+different rewards) when a hash of the prompt's id falls below `p`, and uninformative (all rewards 0) otherwise, so
+a fraction `p` of the prompts are informative, whatever the model generates. The three schemes run in the same
+DAPOTrainer loop (the same generation, scoring, filtering and batch assembly); they differ only in how many
+prompts each generation round requests, how many rounds they may run, and what they do when the rounds run out:
+
+- **adaptive** (DAPOTrainer as shipped): each round requests enough prompts to fill the batch with probability
+  `dynamic_sampling_confidence` (0.9) at the keep rate estimated from recent rounds; at most 10 rounds.
+- **verl**: every round generates a fixed batch of 3x the train batch of prompts (`gen_batch_size`), keeps the
+  informative groups, accumulates across rounds until the train batch is full and trims; at most 10 rounds
+  (`max_num_gen_batches`; verl raises after them).
+- **resample** (ms-swift's `dynamic_sample` with its default `max_resample_times=3`): every round regenerates a
+  train batch of fresh prompts and accumulates informative groups. ms-swift checks the original batch and the
+  first two resamples; when they fall short it has already generated a third resample, which it discards, and it
+  trains on the original batch, uninformative groups included. The benchmark reproduces that cost (the extra round
+  is generated) and counts, for such a step, only the original batch's informative groups as kept.
+
+Reported per scheme and keep rate: generation rounds per optimiser step, sequences generated per kept sequence
+(a kept sequence belongs to an informative group of the trained batch) and wall time per step; all over every
+step, and over the steps after the first (before its first round the adaptive scheme has no keep-rate estimate).
+Targets for the adaptive scheme: at most 1.2 rounds per step and at most 1.25/p sequences per kept one.
+
+    python benchmarks/dynamic_sampling.py --out benchmarks/results/dynamic_sampling.json   # full: 32 groups x 4, 30 steps
+    python benchmarks/dynamic_sampling.py --quick                                           # smoke: 8 groups, 3 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (offline environment, import path)
+from _common import (
+    StepTimer,
+    add_common_arguments,
+    check_device,
+    common_training_args,
+    format_table,
+    machine_info,
+    median,
+    quiet_transformers,
+    save_model,
+    set_cpu_threads,
+    without_log_printing,
+    write_json,
+)
+from datasets import Dataset
+from trl import GRPOTrainer
+
+from trl_ext import DAPOConfig, DAPOTrainer
+from trl_ext.sampling import KeepRateEstimator
+
+TARGET_ROUNDS_PER_STEP = 1.2
+TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.25
+VERL_GEN_BATCH_MULTIPLE = 3  # verl's DAPO recipe: gen_batch_size = 3 x train_batch_size
+VERL_MAX_NUM_GEN_BATCHES = 10
+SWIFT_MAX_RESAMPLE_TIMES = 3  # ms-swift's default
+ADAPTIVE_MAX_ROUNDS = 10  # DAPOConfig's default dynamic_sampling_max_rounds
+
+
+def is_informative(prompt_id: int, keep_rate: float, salt: str = "") -> bool:
+    """A stable pseudo-random draw per prompt: True for a fraction `keep_rate` of the ids."""
+    digest = hashlib.blake2b(f"{salt}:{prompt_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 < keep_rate
+
+
+class ControlledReward:
+    """Gives the completions of an informative prompt distinct rewards and those of any other prompt 0.0.
+
+    TRL passes each process's completions with the `group_size` completions of a prompt next to each other, so
+    the position modulo `group_size` differs within a group.
+    """
+
+    __name__ = "controlled"
+
+    def __init__(self, keep_rate: float, group_size: int, salt: str = ""):
+        self.keep_rate, self.group_size, self.salt = keep_rate, group_size, salt
+
+    def __call__(self, prompts, completions, id, **kwargs):
+        return [
+            float(position % self.group_size) if is_informative(prompt_id, self.keep_rate, self.salt) else 0.0
+            for position, prompt_id in enumerate(id)
+        ]
+
+
+class RoundRecorder(KeepRateEstimator):
+    """The trainer's keep-rate estimator, unchanged, that also records each round's (informative, sampled) groups.
+
+    The trainer updates its estimator once per generation round with exactly these counts, so the record is the
+    trainer's own view of every round.
+    """
+
+    def __init__(self, steps: list[list[tuple[int, int]]]):
+        super().__init__()
+        self.steps = steps
+
+    def update(self, informative_groups: int, groups: int) -> None:
+        super().update(informative_groups, groups)
+        self.steps[-1].append((informative_groups, groups))
+
+
+class MeasuredDAPOTrainer(DAPOTrainer):
+    """DAPOTrainer that records every generation round (through `RoundRecorder`) and how each step ended."""
+
+    scheme = "adaptive"
+
+    def _setup_dynamic_sampling(self):
+        super()._setup_dynamic_sampling()
+        self.round_log: list[list[tuple[int, int]]] = []
+        self.discarded_rounds: list[int] = []
+        self.generation_seconds: list[float] = []
+        self._keep_rate = RoundRecorder(self.round_log)
+        self._train_groups = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
+
+    def _generate_informative_batch(self, inputs):
+        self.round_log.append([])
+        self.discarded_rounds.append(0)
+        started = time.perf_counter()
+        batch = super()._generate_informative_batch(inputs)
+        self.generation_seconds.append(time.perf_counter() - started)
+        return batch
+
+    def kept_groups(self, rounds: list[tuple[int, int]], discarded: int) -> int:
+        """Informative groups in the batch the step trains on (the shared loop keeps every one it found, up to
+        the batch size, and completes a short batch with uninformative groups)."""
+        return min(self._train_groups, sum(informative for informative, _ in rounds))
+
+
+class VerlTrainer(MeasuredDAPOTrainer):
+    """Every round generates for a fixed `3 x` the train batch of prompts, whatever the batch still lacks."""
+
+    scheme = "verl"
+
+    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
+        return VERL_GEN_BATCH_MULTIPLE * self._train_groups
+
+
+class ResampleTrainer(MeasuredDAPOTrainer):
+    """Every round regenerates one train batch of fresh prompts; ms-swift's fallback when they fall short."""
+
+    scheme = "resample"
+
+    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
+        return self._train_groups
+
+    def _on_rounds_exhausted(self, fewest_kept: int, groups_needed: int):
+        # ms-swift generates one more resample before its loop tests the retry counter, then discards it.
+        step = self.state.global_step
+        extra_inputs = self._refill_inputs(self._train_groups, step, round_index=SWIFT_MAX_RESAMPLE_TIMES)
+        GRPOTrainer._generate_and_score_completions(self, extra_inputs)
+        self.discarded_rounds[-1] += 1
+        self.round_log[-1].append((0, self._train_groups))  # generated, never looked at
+        super()._on_rounds_exhausted(fewest_kept, groups_needed)
+
+    def kept_groups(self, rounds, discarded):
+        if sum(informative for informative, _ in rounds) >= self._train_groups:
+            return self._train_groups
+        return rounds[0][0]  # ms-swift trains on the original batch: only its informative groups count
+
+
+SCHEMES = {
+    "adaptive": (MeasuredDAPOTrainer, ADAPTIVE_MAX_ROUNDS),
+    "verl": (VerlTrainer, VERL_MAX_NUM_GEN_BATCHES),
+    "resample": (ResampleTrainer, SWIFT_MAX_RESAMPLE_TIMES),
+}
+
+
+def arithmetic_prompts_with_ids(num_prompts: int) -> Dataset:
+    pairs = [(a, b) for a in range(100) for b in range(100)][:num_prompts]
+    return Dataset.from_dict({"prompt": [f"{a}+{b}=" for a, b in pairs], "id": list(range(len(pairs)))})
+
+
+def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Dataset, output_dir: Path) -> dict:
+    trainer_class, max_rounds = SCHEMES[scheme]
+    config = DAPOConfig(
+        **common_training_args(
+            output_dir,
+            args.device,
+            per_device_train_batch_size=args.groups * args.num_generations,
+            num_generations=args.num_generations,
+            max_completion_length=args.max_completion_length,
+            max_steps=args.steps,
+            learning_rate=1e-4,
+            seed=args.seed,
+            soft_overlong_punishment=False,
+            dynamic_sampling_max_rounds=max_rounds,
+            dynamic_sampling_on_exhausted="warn",
+        )
+    )
+    timer = StepTimer()
+    trainer = trainer_class(
+        model=str(model_dir),
+        reward_funcs=[ControlledReward(keep_rate, args.num_generations, salt=str(args.seed))],
+        args=config,
+        train_dataset=dataset,
+        callbacks=[timer],
+    )
+    without_log_printing(trainer).train()
+
+    group = args.num_generations
+    steps = []
+    for rounds, discarded, step_s, generation_s in zip(
+        trainer.round_log, trainer.discarded_rounds, timer.step_seconds, trainer.generation_seconds, strict=True
+    ):
+        kept = trainer.kept_groups(rounds, discarded)
+        steps.append(
+            {
+                "rounds": len(rounds),
+                "rounds_detail": rounds,
+                "groups_generated": sum(groups for _, groups in rounds),
+                "informative_generated": sum(informative for informative, _ in rounds),
+                "kept_groups": kept,
+                "filled": kept == trainer._train_groups,
+                "sequences_generated": group * sum(groups for _, groups in rounds),
+                "kept_sequences": group * kept,
+                "step_s": step_s,
+                "generation_s": generation_s,
+            }
+        )
+    del trainer
+    gc.collect()
+    return {"scheme": scheme, "keep_rate": keep_rate, "steps": steps, **summarise(steps, keep_rate)}
+
+
+def summarise(steps: list[dict], keep_rate: float) -> dict:
+    def figures(selected: list[dict]) -> dict:
+        generated = sum(step["sequences_generated"] for step in selected)
+        kept = sum(step["kept_sequences"] for step in selected)
+        per_kept = generated / kept if kept else float("inf")
+        return {
+            "rounds_per_step": sum(step["rounds"] for step in selected) / len(selected),
+            "sequences_per_kept": per_kept,
+            "sequences_per_kept_times_p": per_kept * keep_rate,
+            "filled_fraction": sum(step["filled"] for step in selected) / len(selected),
+            "median_step_s": median([step["step_s"] for step in selected]),
+            "median_generation_s": median([step["generation_s"] for step in selected]),
+        }
+
+    result = {"all_steps": figures(steps)}
+    if len(steps) > 1:
+        result["after_first_step"] = figures(steps[1:])
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep-rates", type=float, nargs="+", default=[0.25, 0.5, 0.75])
+    parser.add_argument("--schemes", nargs="+", choices=sorted(SCHEMES), default=["adaptive", "verl", "resample"])
+    parser.add_argument("--groups", type=int, default=32, help="prompt groups per optimiser step (train batch)")
+    parser.add_argument("--num-generations", type=int, default=4, help="completions per prompt (G)")
+    parser.add_argument("--steps", type=int, default=30, help="optimiser steps per scheme and keep rate")
+    parser.add_argument("--max-completion-length", type=int, default=8)
+    parser.add_argument("--num-prompts", type=int, default=4000, help="training prompts")
+    parser.add_argument("--seed", type=int, default=0)
+    add_common_arguments(parser, model="tiny-128")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.groups, args.steps, args.keep_rates = 8, 3, [0.5]
+    check_device(args.device)
+    set_cpu_threads(args.threads)
+    quiet_transformers()
+
+    machine = machine_info()
+    dataset = arithmetic_prompts_with_ids(args.num_prompts)
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        model_dir = save_model(args.model, scratch / "model", seed=args.seed)
+        for keep_rate in args.keep_rates:
+            realised = sum(is_informative(i, keep_rate, str(args.seed)) for i in dataset["id"]) / len(dataset)
+            for scheme in args.schemes:
+                run = run_scheme(scheme, keep_rate, args, model_dir, dataset, scratch / f"{scheme}-{keep_rate}")
+                run["dataset_keep_rate"] = realised
+                runs.append(run)
+                figures = run["all_steps"]
+                print(
+                    f"p={keep_rate} {scheme}: {figures['rounds_per_step']:.2f} rounds/step, "
+                    f"{figures['sequences_per_kept']:.2f} sequences/kept, {figures['median_step_s']:.3f} s/step",
+                    flush=True,
+                )
+
+    headers = [
+        "p", "scheme", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*", "seq/kept x p*",
+    ]  # fmt: skip
+    rows = []
+    for run in runs:
+        all_steps, later = run["all_steps"], run.get("after_first_step", run["all_steps"])
+        rows.append(
+            [
+                run["keep_rate"],
+                run["scheme"],
+                all_steps["rounds_per_step"],
+                all_steps["sequences_per_kept"],
+                all_steps["sequences_per_kept_times_p"],
+                all_steps["filled_fraction"],
+                all_steps["median_step_s"],
+                later["rounds_per_step"],
+                later["sequences_per_kept_times_p"],
+            ]
+        )
+    print()
+    print(format_table(headers, rows))
+    print(
+        f"\n{args.groups} groups x {args.num_generations} completions per step, {args.steps} steps; '*' = steps after "
+        "the first; filled = fraction of steps whose batch held only informative groups; s/step = median wall time."
+    )
+    verdicts = []
+    for run in runs:
+        if run["scheme"] != "adaptive":
+            continue
+        figures = run["all_steps"]
+        rounds_ok = figures["rounds_per_step"] <= TARGET_ROUNDS_PER_STEP
+        sequences_ok = figures["sequences_per_kept_times_p"] <= TARGET_SEQUENCES_PER_KEPT_TIMES_P
+        verdicts.append(
+            {
+                "keep_rate": run["keep_rate"],
+                "rounds_per_step": figures["rounds_per_step"],
+                "rounds_target_met": rounds_ok,
+                "sequences_per_kept_times_p": figures["sequences_per_kept_times_p"],
+                "sequences_target_met": sequences_ok,
+            }
+        )
+        print(
+            f"adaptive at p={run['keep_rate']}: rounds/step {figures['rounds_per_step']:.2f} (target <= "
+            f"{TARGET_ROUNDS_PER_STEP}: {'met' if rounds_ok else 'MISSED'}), sequences per kept x p "
+            f"{figures['sequences_per_kept_times_p']:.3f} (target <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P}: "
+            f"{'met' if sequences_ok else 'MISSED'})"
+        )
+
+    payload = {
+        "benchmark": "dynamic_sampling",
+        "settings": {key: value for key, value in vars(args).items() if key != "out"},
+        "machine": machine,
+        "targets": {
+            "rounds_per_step": TARGET_ROUNDS_PER_STEP,
+            "sequences_per_kept_times_p": TARGET_SEQUENCES_PER_KEPT_TIMES_P,
+        },
+        "verdicts": verdicts,
+        "runs": runs,
+    }
+    write_json(args.out, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()
