@@ -22,7 +22,6 @@ import trl_ext.rewards.code  # noqa: F401  (registers `code`)
 from trl_ext.rewards import build_reward_funcs, call_reward, get_reward
 from trl_ext.rewards.code import (
     CodeReward,
-    CodeTest,
     assert_test,
     extract_python_code,
     outputs_match,
@@ -287,7 +286,8 @@ def test_limits_only_mode_still_scores_with_a_warning(caplog):
     assert any("without Linux namespaces" in record.getMessage() for record in caplog.records)
     assert unisolated(completions=[fenced(ADD), fenced(SUM_PROGRAM)], tests=[ADD_TESTS, SUM_TESTS]) == [1.0, 1.0]
     started = time.monotonic()
-    assert unisolated(completions=[fenced("def add(a, b):\n    while True:\n        pass\n")], tests=[ADD_TESTS[:1]]) == [0.0]
+    looping = fenced("def add(a, b):\n    while True:\n        pass\n")
+    assert unisolated(completions=[looping], tests=[ADD_TESTS[:1]]) == [0.0]
     assert time.monotonic() - started < TIMEOUT + MARGIN
 
 
@@ -324,7 +324,9 @@ def adversarial_cases(port: int) -> dict[str, tuple[str, list]]:
             "        except OSError:\n            pass\n",
             SQUARE_TEST,
         ),
-        "memory bomb": ("def square(x):\n    hoard = []\n    while True:\n        hoard.append(' ' * 10**7)\n", SQUARE_TEST),
+        "memory bomb": (
+            "def square(x):\n    hoard = []\n    while True:\n        hoard.append(' ' * 10**7)\n", SQUARE_TEST
+        ),
         "huge output (asserts)": ("def square(x):\n    while True:\n        print('x' * 100000)\n", SQUARE_TEST),
         "huge output (stdin/stdout)": ("while True:\n    print('9' * 100000)\n", [{"input": "3", "output": "9"}]),
         "write a file in the home directory": (
@@ -430,7 +432,8 @@ def test_the_adversarial_harness_checks_can_fail(reward, listener):
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare is not installed")
 @pytest.mark.parametrize(
-    "name", ["fork bomb", "network connection", "kill every process", "read environment secrets", "infinite loop at import"]
+    "name",
+    ["fork bomb", "network connection", "kill every process", "read environment secrets", "infinite loop at import"],
 )
 def test_adversarial_programs_under_unshare(name, listener, monkeypatch):
     monkeypatch.setenv("TRL_EXT_FAKE_SECRET", SECRET)

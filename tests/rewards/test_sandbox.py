@@ -126,7 +126,9 @@ def test_limits_are_validated():
 @pytest.mark.parametrize("isolation", NAMESPACED)
 def test_wall_clock_limit_kills_the_whole_run(isolation):
     sandbox = sandbox_for(isolation, wall_time=1.0)
-    program = "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\nprint('started', flush=True)\ntime.sleep(300)\n"
+    program = (
+        "import subprocess, time\nsubprocess.Popen(['sleep', '300'])\nprint('started', flush=True)\ntime.sleep(300)\n"
+    )
     started = time.monotonic()
     result = sandbox.run_python("main.py", files={"main.py": program})
     assert result.timed_out and not result.ok
@@ -349,11 +351,16 @@ def test_requested_backend_that_is_missing_fails_with_the_fix(monkeypatch, tmp_p
         Sandbox(isolation="bwrap")
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and /usr/bin/python3")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and /usr/bin/python3"
+)
 def test_without_namespaces_root_runs_the_program_as_nobody_when_it_can():
     # The system interpreter is readable by everyone, so the limits-only mode drops root for uid 65534.
     sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="none", python="/usr/bin/python3")
-    program = "import os\ntry:\n    open('/root/escape', 'w')\nexcept OSError as error:\n    print(type(error).__name__)\nprint(os.getuid())\n"
+    program = (
+        "import os\ntry:\n    open('/root/escape', 'w')\nexcept OSError as error:\n"
+        "    print(type(error).__name__)\nprint(os.getuid())\n"
+    )
     result = sandbox.run_python("main.py", files={"main.py": program})
     assert result.stdout.decode().split() == ["PermissionError", "65534"]
     assert not os.path.exists("/root/escape")

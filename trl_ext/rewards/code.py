@@ -20,6 +20,9 @@ How a test is judged, so that the program cannot fake a pass (see `code_harness.
 - any other assert: it runs in the sandbox after the solution and passes only if the test process then
   echoes a per-test nonce the harness gave it; see the harness docstring for what that does and does not stop.
 
+Tests are evaluated against the standard library as it was before the solution ran, with the genuine builtins
+and modules for the names they use, so replacing `math.isclose` or rebinding `abs` does not help either.
+
 The program of each completion runs in one sandbox (`Sandbox`), each of its tests in a fresh child process
 with its own timeout; completions of a batch run in parallel, one sandbox per worker thread.
 """

@@ -21,6 +21,15 @@ What decides a test, by kind (the trainer builds the plan, see `trl_ext.rewards.
   `sys.settrace`/`sys.setprofile` (a trace function could skip the assert), frame and object-graph
   enumeration, and new audit hooks.
 
+Before a test runs, the child puts every loaded module back as it was before the solution ran, and gives the
+test the genuine builtins and modules for the names it uses: a solution that replaced `math.isclose`,
+`builtins.abs`, or rebound `sorted` in its own namespace does not change what the test computes. (A task whose
+function is named like a builtin, `def sum(...)`, is therefore tested against the builtin.)
+
+What this cannot stop, and the sandbox then contains: for statement tests (only), a solution written against
+this harness can read its nonce pipe while the test runs, or inspect the calling test's frame for expected
+values, and fake that test.
+
 Every child gets a fresh process group, its own CPU-time limit, and is killed with its group after the
 per-test timeout; in a private PID namespace every other process is killed too (`kill(-1)`) before the next
 test, so nothing a test started survives into the next one.

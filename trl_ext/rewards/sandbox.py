@@ -218,7 +218,8 @@ class Sandbox:
 
     def _setup(self) -> None:
         # Keyed on PATH too: which of bwrap/unshare exist depends on it.
-        self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python, os.environ.get("PATH", ""))
+        search_path = os.environ.get("PATH", "")
+        self.isolation, reason = _resolve_isolation(self.requested_isolation, self.python, search_path)
         if self.isolation == "none":
             as_root = os.geteuid() == 0 and not _privilege_drop(self.python)[1]
             logger.warning(
