@@ -87,6 +87,7 @@ def test_defaults_are_dapo_settings(tmp_path):
     assert config.dynamic_sampling_filter_reward is None
     assert config.dynamic_sampling_max_rounds == 10
     assert config.dynamic_sampling_on_exhausted == "warn"
+    assert config.dynamic_sampling_confidence == 0.95
     assert config.soft_overlong_punishment is True
     assert config.overlong_buffer_length == round(0.2 * config.max_completion_length)
     assert config.overlong_penalty_factor == 1.0

@@ -40,7 +40,7 @@ class DAPOConfig(GRPOConfig):
             What happens when the rounds run out with too few informative groups: `"warn"` logs a warning, sets the
             metric `dynamic_sampling/rounds_exhausted` and completes the batch with uninformative groups (their
             advantage is zero, so they add no gradient); `"raise"` stops training with an error.
-        dynamic_sampling_confidence (`float`, *optional*, defaults to `0.9`):
+        dynamic_sampling_confidence (`float`, *optional*, defaults to `0.95`):
             Adaptive over-sampling: each round requests enough prompts to fill the batch with this probability, given
             the keep rate estimated from recent rounds. Higher means fewer rounds and more generated sequences.
         dynamic_sampling_max_oversampling (`float`, *optional*, defaults to `8.0`):
@@ -94,7 +94,7 @@ class DAPOConfig(GRPOConfig):
         },
     )
     dynamic_sampling_confidence: float = field(
-        default=0.9,
+        default=0.95,
         metadata={
             "help": "Each round requests enough prompts to fill the batch with this probability, given the keep "
             "rate estimated from recent rounds."
