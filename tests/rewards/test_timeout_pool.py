@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from timeout_pool_jobs import behave, child_then_spin, square, worker_pid
+from timeout_pool_jobs import behave, child_then_spin, slow_worker_pid, square, worker_pid
 from trl_ext.rewards.pool import TimeoutPool, run_with_timeout_pool
 
 MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
@@ -92,8 +92,10 @@ def test_concurrent_calls_from_several_threads_share_the_workers(pool):
 
 
 def test_items_run_in_parallel(pool):
-    pids = {outcome.value for outcome in pool.map(worker_pid, range(40), timeout=10)}
+    start = time.monotonic()
+    pids = {outcome.value for outcome in pool.map(slow_worker_pid, range(40), timeout=10)}
     assert len(pids) == 2
+    assert time.monotonic() - start < 40 * 0.05  # one worker alone would need 2 s
 
 
 def test_killing_a_worker_kills_what_it_started(pool, tmp_path):

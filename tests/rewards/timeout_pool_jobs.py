@@ -42,3 +42,8 @@ def child_then_spin(pid_file):
 
 def worker_pid(_):
     return os.getpid()
+
+
+def slow_worker_pid(_):
+    time.sleep(0.05)
+    return os.getpid()

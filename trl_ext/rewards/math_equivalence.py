@@ -153,16 +153,20 @@ def _parse_answer(answer: str, parsing_timeout: int | None) -> tuple:
     normalized = normalize_math_answer(answer)
     if not normalized:
         return ()
-    return tuple(
-        parse(
-            f"${normalized}$",
-            extraction_config=[
-                LatexExtractionConfig(normalization_config=NormalizationConfig(units=True)),
-                ExprExtractionConfig(),
-            ],
-            parsing_timeout=parsing_timeout,
+    try:
+        return tuple(
+            parse(
+                f"${normalized}$",
+                extraction_config=[
+                    LatexExtractionConfig(normalization_config=NormalizationConfig(units=True)),
+                    ExprExtractionConfig(),
+                ],
+                parsing_timeout=parsing_timeout,
+                raise_on_error=True,  # so a timeout surfaces (as math-verify's BaseException) instead of []
+            )
         )
-    )
+    except Exception:  # noqa: BLE001 - any parse error means "not parsable"
+        return ()
 
 
 def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
@@ -170,18 +174,22 @@ def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
     from latex2sympy2_extended import NormalizationConfig
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
 
-    return parse(
-        text,
-        extraction_config=[
-            LatexExtractionConfig(
-                normalization_config=NormalizationConfig(units=True),
-                boxed_match_priority=0,
-                try_extract_without_anchor=False,
-            ),
-            ExprExtractionConfig(try_extract_without_anchor=False),
-        ],
-        parsing_timeout=parsing_timeout,
-    )
+    try:
+        return parse(
+            text,
+            extraction_config=[
+                LatexExtractionConfig(
+                    normalization_config=NormalizationConfig(units=True),
+                    boxed_match_priority=0,
+                    try_extract_without_anchor=False,
+                ),
+                ExprExtractionConfig(try_extract_without_anchor=False),
+            ],
+            parsing_timeout=parsing_timeout,
+            raise_on_error=True,
+        )
+    except Exception:  # noqa: BLE001
+        return []
 
 
 def _inequality_as_set(parsed: list) -> list | None:
@@ -205,12 +213,29 @@ def verify_math_answer(
     """Whether `completion`'s final answer is mathematically equivalent to `reference`.
 
     Returns None when the reference cannot be parsed ("cannot judge"), False when the completion has no
-    answer or a different one. `parsing_timeout` / `verify_timeout` are math-verify's own (signal-based,
-    main thread only, whole seconds) limits; None disables them, for callers that bound time themselves.
+    answer or a different one. `parsing_timeout` / `verify_timeout` are math-verify's own limits (whole
+    seconds, `signal.alarm`, so main thread only); past one it raises `TimeoutError`. None disables them, for
+    callers that bound time themselves.
     """
+    from math_verify.errors import TimeoutException
+
+    try:
+        return _verify(reference, completion, parsing_timeout, verify_timeout)
+    except TimeoutException:
+        raise TimeoutError(f"math-verify timed out on reference {reference[:80]!r}") from None
+
+
+def _equivalent(gold: list, predicted: list, verify_timeout: int | None) -> bool:
     from math_verify import verify
 
-    gold = _parse_answer(reference_answer(reference), parsing_timeout)
+    try:
+        return bool(verify(gold, predicted, timeout_seconds=verify_timeout, raise_on_error=True))
+    except Exception:  # noqa: BLE001 - a comparison sympy cannot do is not a match
+        return False
+
+
+def _verify(reference: str, completion: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool | None:
+    gold = list(_parse_answer(reference_answer(reference), parsing_timeout))
     if not gold:
         return None
     answer = extract_math_answer(completion)
@@ -219,16 +244,16 @@ def verify_math_answer(
         predicted = _parse_anchored(normalize_math_answer_text(completion), parsing_timeout)
     if not predicted:
         return False
-    if verify(list(gold), predicted, timeout_seconds=verify_timeout):
+    if _equivalent(gold, predicted, verify_timeout):
         return True
     as_set = _inequality_as_set(predicted)
-    if as_set is not None and verify(list(gold), as_set, timeout_seconds=verify_timeout):
+    if as_set is not None and _equivalent(gold, as_set, verify_timeout):
         return True
     # A reference with several answers may be answered one box each: `\boxed{2} and \boxed{3}` for `2, 3`.
     boxes = [content.strip() for _, content in boxed_spans(completion) if content.strip()]
     if len(boxes) > 1 and _has_several_elements(gold[0]):
         joined = list(_parse_answer(", ".join(boxes), parsing_timeout))
-        return bool(joined and verify(list(gold), joined, timeout_seconds=verify_timeout))
+        return bool(joined) and _equivalent(gold, joined, verify_timeout)
     return False
 
 
@@ -245,6 +270,9 @@ def normalize_math_answer_text(text: str) -> str:
     return _brace_shorthand(text.replace(r"\fbox", r"\boxed"))
 
 
+TIMED_OUT = "timeout"  # what a `MathVerifier` returns when math-verify's own time limit fired
+
+
 @dataclass(frozen=True)
 class MathVerifier:
     """Picklable job the pool runs: `(reference, completion) -> bool | None` with math-verify's own timeouts.
@@ -257,12 +285,15 @@ class MathVerifier:
     parsing_timeout: int | None = None
     verify_timeout: int | None = None
 
-    def __call__(self, item: tuple[str, str]) -> bool | None:
-        logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout disabled" warnings, per worker
+    def __call__(self, item: tuple[str, str]) -> bool | None | str:
+        logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # its timeout warnings; we report timeouts
         reference, completion = item
-        return verify_math_answer(
-            reference, completion, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
-        )
+        try:
+            return verify_math_answer(
+                reference, completion, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
+            )
+        except TimeoutError:
+            return TIMED_OUT
 
 
 @register_reward("math", aliases=("math_verify", "accuracy"), pooled=True)
@@ -326,12 +357,10 @@ class MathReward(Reward):
             positions.append(index)
         failure = self.incorrect_score if self.on_timeout == "fail" else None
         for index, outcome in zip(positions, self.pool().map(self._verifier(), items, self.timeout)):
-            if outcome.ok:
-                rewards[index] = None if outcome.value is None else (
-                    self.correct_score if outcome.value else self.incorrect_score
-                )
-            else:
+            if not outcome.ok or outcome.value == TIMED_OUT:  # killed at the hard limit, crashed, or timed out
                 rewards[index] = failure
+            elif outcome.value is not None:
+                rewards[index] = self.correct_score if outcome.value else self.incorrect_score
         return rewards
 
     def __getstate__(self) -> dict:

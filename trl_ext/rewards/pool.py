@@ -198,6 +198,9 @@ class TimeoutPool:
     def _release(self, worker: _Worker) -> None:
         with self._lock:
             worker.item = None
+            if self._closed:  # closed while this call ran
+                worker.kill()
+                return
             self._free.append(worker)
             self._freed.notify()
 
@@ -225,51 +228,50 @@ class TimeoutPool:
         payload = pickle.dumps(fn)
         key = hashlib.sha1(payload).hexdigest()
         pending = deque(range(len(items)))
-        owned: dict[Connection, _Worker] = {}
+        owned: dict[Connection, _Worker] = {}  # workers this call holds: starting, loading or running an item
         load_failures = 0
-        load_error = None
 
         def advance(worker: _Worker) -> None:
-            """Move a claimed worker holding an item to its next step: load `fn`, or run the item."""
-            if worker.state == "starting":
+            """Give a ready worker its next step: load `fn`, run the next pending item, or go back to the pool.
+
+            Items are handed out only to workers ready to run them, so a slow-starting worker never holds
+            an item that another worker could run now."""
+            if worker.state in ("starting", "loading", "busy"):
                 return
-            now = time.monotonic()
-            if key not in worker.known:
+            if pending and key not in worker.known:
                 worker.conn.send(("load", key, payload))
-                worker.state, worker.deadline = "loading", now + _LOAD_TIMEOUT
-            else:
+                worker.state, worker.deadline = "loading", time.monotonic() + _LOAD_TIMEOUT
+            elif pending:
+                worker.item = pending.popleft()
                 worker.conn.send(("run", worker.item, key, items[worker.item]))
-                worker.state, worker.deadline = "busy", now + timeout
+                worker.state, worker.deadline = "busy", time.monotonic() + timeout
+            else:
+                del owned[worker.conn]
+                self._release(worker)
 
-        def finish(worker: _Worker, outcome: Outcome) -> None:
-            results[worker.item] = outcome
-            del owned[worker.conn]
-            worker.state = "idle"
-            self._release(worker)
-
-        def lose(worker: _Worker, outcome_if_busy: Outcome) -> None:
-            """A worker timed out or died: its item gets `outcome_if_busy` if it was running, else is retried."""
+        def lose(worker: _Worker, outcome: Outcome) -> None:
+            """A worker timed out or died: its item (if it ran one) gets `outcome`; the worker is replaced."""
             nonlocal load_failures
             del owned[worker.conn]
             if worker.state == "busy":
-                results[worker.item] = outcome_if_busy
+                results[worker.item] = outcome
             else:
-                pending.appendleft(worker.item)
                 load_failures += 1
             self._replace(worker)
 
+        def fail_pending(reason: str) -> None:
+            while pending:
+                results[pending.popleft()] = Outcome("error", error=f"could not load {fn!r}: {reason}")
+
         try:
-            while pending or owned:
-                if load_failures >= _MAX_LOAD_FAILURES or load_error is not None:
-                    reason = load_error or "workers failed to start or load the function"
-                    for index in pending:
-                        results[index] = Outcome("error", error=f"could not load {fn!r}: {reason}")
-                    pending.clear()
-                while pending:
+            while pending or any(worker.state == "busy" for worker in owned.values()):
+                if load_failures >= _MAX_LOAD_FAILURES:
+                    fail_pending("workers failed to start or load the function")
+                # Hold as many workers as there are items left, counting those already on their way.
+                while len(pending) > sum(worker.state != "busy" for worker in owned.values()):
                     worker = self._claim(key)
                     if worker is None:
                         break
-                    worker.item = pending.popleft()
                     owned[worker.conn] = worker
                     advance(worker)
                 if not owned:
@@ -278,9 +280,8 @@ class TimeoutPool:
                             if not self._free and len(self._all) >= self.num_workers:
                                 self._freed.wait(timeout=0.1)
                     continue
-                now = time.monotonic()
                 earliest = min(worker.deadline for worker in owned.values())
-                for conn in wait(list(owned), timeout=max(0.0, earliest - now)):
+                for conn in wait(list(owned), timeout=max(0.0, earliest - time.monotonic())):
                     worker = owned[conn]
                     try:
                         message = conn.recv()
@@ -292,25 +293,23 @@ class TimeoutPool:
                         lose(worker, Outcome("error", error=f"worker process died (exit code {code})"))
                         continue
                     kind = message[0]
-                    if kind == "ready":
-                        worker.state = "idle"
-                        advance(worker)
-                    elif kind == "loaded":
+                    if kind == "loaded":
                         worker.known.add(message[1])
-                        worker.state = "idle"
-                        advance(worker)
-                    elif kind == "load_error":
-                        load_error = message[2]
-                        pending.appendleft(worker.item)
-                        del owned[worker.conn]
-                        worker.state = "idle"
-                        self._release(worker)
-                    else:  # "ok" or "error" for the item this worker ran
-                        status, _, value = message
-                        finish(worker, Outcome("ok", value=value) if status == "ok" else Outcome("error", error=value))
+                    elif kind == "load_error" and message[1] == key:  # (a released worker may report another call's)
+                        fail_pending(message[2])
+                    elif kind in ("ok", "error"):  # the result of the item this worker ran
+                        _, _, value = message
+                        results[worker.item] = Outcome("ok", value=value) if kind == "ok" else Outcome("error", error=value)
+                        worker.item = None
+                    worker.state = "idle"  # after "ready", "loaded", "load_error" or a result
+                    advance(worker)
                 now = time.monotonic()
                 for worker in [w for w in owned.values() if w.deadline <= now]:
                     lose(worker, Outcome("timeout", error=f"no result within {timeout} s; worker killed"))
+            # Workers still starting or loading for items that others ran go back to the pool as they are.
+            for worker in list(owned.values()):
+                del owned[worker.conn]
+                self._release(worker)
         except BaseException:
             # Interrupted (KeyboardInterrupt, a broken pipe): the workers we hold are in an unknown state.
             for worker in list(owned.values()):
