@@ -27,6 +27,7 @@ from trl_ext.rewards.format import RegexFormatReward
 from trl_ext.rewards.math_equivalence import MathReward
 
 REQUIRED_NAMES = {
+    "code",
     "math", "dapo_answer", "boxed", "gsm8k", "multiple_choice", "exact_match", "numeric", "think_format",
     "regex_format", "json_valid", "json_schema", "soft_overlong", "repetition",
 }  # fmt: skip
