@@ -62,9 +62,11 @@ _BLOCKED_AUDIT_EVENTS = frozenset(
 )
 
 
-_COMMON_MODULES = (
-    "math", "cmath", "itertools", "functools", "collections", "heapq", "bisect", "re", "string", "operator",
-    "random", "statistics", "fractions", "decimal", "copy", "typing",
+# Standard-library modules a test may name, minus those with side effects on import.
+_IMPORTABLE_STDLIB = frozenset(
+    name
+    for name in sys.stdlib_module_names
+    if not name.startswith("_") and name not in {"this", "antigravity", "turtle", "turtledemo", "idlelib", "tkinter"}
 )
 
 
@@ -150,19 +152,24 @@ def _module_snapshot():
     return restore
 
 
+def _names_in(code):
+    """Global and attribute names a code object (and the functions or comprehensions inside it) uses."""
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if isinstance(const, type(code)))
+    return names
+
+
 def _genuine_names(test_code):
     """The builtins and loaded modules a test names, as they are before any solution runs.
 
     A test's `abs`, `sorted`, `set` or `math` then mean the real ones even when the solution rebinds those
     names in its own namespace (`abs = lambda x: 0`; `math = FakeMath()`).
     """
-    names, stack = set(), [test_code]
-    while stack:
-        code = stack.pop()
-        names.update(code.co_names)
-        stack.extend(const for const in code.co_consts if isinstance(const, type(test_code)))
     genuine = {}
-    for name in names:
+    for name in _names_in(test_code):
         if name in builtins.__dict__:
             genuine[name] = builtins.__dict__[name]
         elif name in sys.modules and "." not in name:
@@ -405,11 +412,16 @@ def main(argv):
         for index in range(len(tests)):
             emit(index, {"status": "failed", "reason": "syntax_error", "error": f"{type(error).__name__}: {error}"})
         return
-    # Loaded before any solution runs, so that their state then is what the tests see (`_module_snapshot`).
-    for name in _COMMON_MODULES:
+    # Standard modules the tests name (`math` in `math.isclose(...)`) are loaded before any solution runs, so
+    # the tests get them as they were then (`_genuine_names`, `_module_snapshot`).
+    named = set()
+    for test in tests:
+        if test["kind"] != "stdio":
+            named.update(_names_in(compile(test["source"], "<test>", "eval" if test["kind"] == "value" else "exec")))
+    for name in sorted(named & _IMPORTABLE_STDLIB):
         try:
             __import__(name)
-        except ImportError:
+        except Exception:  # noqa: BLE001 - a module that fails to import is simply not pre-loaded
             pass
     restore_modules = _module_snapshot()
     skip_reason = None
