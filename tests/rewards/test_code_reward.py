@@ -475,3 +475,13 @@ def test_code_reward_in_a_short_dapo_run(tmp_path, tiny_model_dir):
     trainer.train()
     logged = [entry["rewards/code/mean"] for entry in trainer.state.log_history if "rewards/code/mean" in entry]
     assert len(logged) == 2 and all(0.0 <= value <= 1.0 for value in logged)
+
+
+def test_site_packages_are_opt_in():
+    program = "import numpy as np\ndef pair():\n    return np.array([1, 2])\ndef three():\n    return np.int64(3)\n"
+    tests = ["assert pair() == [1, 2]", "assert three() == 3", "assert three() == 3.5"]
+    stdlib_only = CodeReward(timeout=10).evaluate(fenced(program), tests)
+    assert [o.status for o in stdlib_only.outcomes] == ["error", "not_run", "not_run"]
+    assert "ModuleNotFoundError" in stdlib_only.outcomes[0].detail
+    with_packages = CodeReward(timeout=10, site_packages=True).evaluate(fenced(program), tests)
+    assert [o.passed for o in with_packages.outcomes] == [True, True, False]  # NumPy values come back as data
