@@ -41,8 +41,9 @@ class DAPOConfig(GRPOConfig):
             metric `dynamic_sampling/rounds_exhausted` and completes the batch with uninformative groups (their
             advantage is zero, so they add no gradient); `"raise"` stops training with an error.
         dynamic_sampling_confidence (`float`, *optional*, defaults to `0.95`):
-            Adaptive over-sampling: each round requests enough prompts to fill the batch with this probability, given
-            the keep rate estimated from recent rounds. Higher means fewer rounds and more generated sequences.
+            Adaptive over-sampling: each round requests enough prompts to fill the batch on every process with this
+            probability, given the keep rate estimated from recent rounds. Higher means fewer rounds and more
+            generated sequences.
         dynamic_sampling_max_oversampling (`float`, *optional*, defaults to `8.0`):
             One round generates for at most this many times the per-process prompt batch, which bounds the memory of
             a generation round when the keep rate is low.
@@ -96,8 +97,8 @@ class DAPOConfig(GRPOConfig):
     dynamic_sampling_confidence: float = field(
         default=0.95,
         metadata={
-            "help": "Each round requests enough prompts to fill the batch with this probability, given the keep "
-            "rate estimated from recent rounds."
+            "help": "Each round requests enough prompts to fill the batch on every process with this probability, "
+            "given the keep rate estimated from recent rounds."
         },
     )
     dynamic_sampling_max_oversampling: float = field(

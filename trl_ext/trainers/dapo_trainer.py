@@ -98,7 +98,7 @@ class DAPOTrainer(GRPOTrainer):
             num_processes=self.accelerator.num_processes,
             process_index=self.accelerator.process_index,
         )
-        self._keep_rate = KeepRateEstimator()
+        self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
         self._last_rewards_per_func: torch.Tensor | None = None
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -154,17 +154,18 @@ class DAPOTrainer(GRPOTrainer):
         outputs, kept_groups, spare_groups = [], [], []
         groups_sampled = informative_sampled = 0
 
-        extra = self._prompts_for(groups_needed, max_prompts) - groups_needed
+        extra = self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
         round_inputs = inputs + self._refill_inputs(extra, step, round_index=0)
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index > 0:
-                deficit = int((groups_needed - kept_per_process).max())
-                round_inputs = self._refill_inputs(self._prompts_for(deficit, max_prompts), step, round_index)
+                num_prompts = self._prompts_for(groups_needed - kept_per_process, max_prompts)
+                round_inputs = self._refill_inputs(num_prompts, step, round_index)
             output = super()._generate_and_score_completions(round_inputs)
 
             rewards = filter_rewards(self._last_rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
-            self._keep_rate.update(int(informative.sum()), informative.numel())
+            for estimator, process_informative in zip(self._keep_rates, informative, strict=True):
+                estimator.update(int(process_informative.sum()), process_informative.numel())
             groups_sampled += informative.numel()
             informative_sampled += int(informative.sum())
 
@@ -197,14 +198,25 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
         return batch
 
-    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
-        keep_rate = self._keep_rate.estimate()
-        return prompts_to_request(
-            groups_needed,
-            keep_rate=1.0 if keep_rate is None else keep_rate,
-            confidence=self.args.dynamic_sampling_confidence,
-            max_prompts=max_prompts,
-        )
+    def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
+        """Prompts per process for the next round: enough for the process that needs most, given its keep rate.
+
+        Keep rates are tracked per process (processes may see very different ones), and each process aims at
+        the confidence that makes all of them succeed together with probability `dynamic_sampling_confidence`.
+        """
+        per_process_confidence = self.args.dynamic_sampling_confidence ** (1 / len(deficits))
+        requests = []
+        for deficit, estimator in zip(deficits.tolist(), self._keep_rates, strict=True):
+            keep_rate = estimator.estimate()
+            requests.append(
+                prompts_to_request(
+                    deficit,
+                    keep_rate=1.0 if keep_rate is None else keep_rate,
+                    confidence=per_process_confidence,
+                    max_prompts=max_prompts,
+                )
+            )
+        return max(requests)
 
     def _refill_inputs(self, num_prompts: int, step: int, round_index: int) -> list[dict[str, Any]]:
         """`num_prompts` fresh training rows for this process, each repeated once per generation."""
