@@ -1,8 +1,8 @@
 """Dynamic sampling: DAPOTrainer's adaptive over-sampling against verl's and ms-swift's schemes.
 
-A reward under the script's control fixes the keep rate `p`: a prompt's group is informative (its completions get
-different rewards) when a hash of the prompt's id falls below `p`, and uninformative (all rewards 0) otherwise, so
-a fraction `p` of the prompts are informative, whatever the model generates. The three schemes run in the same
+A reward under the script's control fixes the keep rate `p`: exactly a fraction `p` of the training prompts, picked by a
+hash of their id, are informative (their completions get different rewards); the others get reward 0 for every
+completion, whatever the model generates. The three schemes run in the same
 DAPOTrainer loop (the same generation, scoring, filtering and batch assembly); they differ only in how many
 prompts each generation round requests, how many rounds they may run, and what they do when the rounds run out:
 
@@ -42,6 +42,7 @@ from _common import (
     check_device,
     common_training_args,
     format_table,
+    log_history_values,
     machine_info,
     median,
     quiet_transformers,
@@ -54,7 +55,7 @@ from datasets import Dataset
 from trl import GRPOTrainer
 
 from trl_ext import DAPOConfig, DAPOTrainer
-from trl_ext.sampling import KeepRateEstimator
+from trl_ext.sampling import informative_group_mask
 
 TARGET_ROUNDS_PER_STEP = 1.2
 TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.25
@@ -64,10 +65,12 @@ SWIFT_MAX_RESAMPLE_TIMES = 3  # ms-swift's default
 ADAPTIVE_MAX_ROUNDS = 10  # DAPOConfig's default dynamic_sampling_max_rounds
 
 
-def is_informative(prompt_id: int, keep_rate: float, salt: str = "") -> bool:
-    """A stable pseudo-random draw per prompt: True for a fraction `keep_rate` of the ids."""
-    digest = hashlib.blake2b(f"{salt}:{prompt_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < keep_rate
+def informative_ids(ids: list[int], keep_rate: float, salt: str = "") -> frozenset[int]:
+    """A pseudo-random subset of exactly `round(keep_rate * len(ids))` ids: those with the smallest hashes."""
+    def draw(prompt_id: int) -> bytes:
+        return hashlib.blake2b(f"{salt}:{prompt_id}".encode(), digest_size=8).digest()
+
+    return frozenset(sorted(ids, key=draw)[: round(keep_rate * len(ids))])
 
 
 class ControlledReward:
@@ -79,57 +82,53 @@ class ControlledReward:
 
     __name__ = "controlled"
 
-    def __init__(self, keep_rate: float, group_size: int, salt: str = ""):
-        self.keep_rate, self.group_size, self.salt = keep_rate, group_size, salt
+    def __init__(self, informative: frozenset[int], group_size: int):
+        self.informative, self.group_size = informative, group_size
 
     def __call__(self, prompts, completions, id, **kwargs):
         return [
-            float(position % self.group_size) if is_informative(prompt_id, self.keep_rate, self.salt) else 0.0
+            float(position % self.group_size) if prompt_id in self.informative else 0.0
             for position, prompt_id in enumerate(id)
         ]
 
 
-class RoundRecorder(KeepRateEstimator):
-    """The trainer's keep-rate estimator, unchanged, that also records each round's (informative, sampled) groups.
-
-    The trainer updates its estimator once per generation round with exactly these counts, so the record is the
-    trainer's own view of every round.
-    """
-
-    def __init__(self, steps: list[list[tuple[int, int]]]):
-        super().__init__()
-        self.steps = steps
-
-    def update(self, informative_groups: int, groups: int) -> None:
-        super().update(informative_groups, groups)
-        self.steps[-1].append((informative_groups, groups))
-
-
 class MeasuredDAPOTrainer(DAPOTrainer):
-    """DAPOTrainer that records every generation round (through `RoundRecorder`) and how each step ended."""
+    """DAPOTrainer that records, for every step, each generation round's (informative, sampled) prompt groups.
+
+    TRL scores every generation round with one `_calculate_rewards` call; the record is taken there, from the
+    controlled reward (the only reward function), with the same informativeness test the trainer applies.
+    """
 
     scheme = "adaptive"
 
-    def _setup_dynamic_sampling(self):
-        super()._setup_dynamic_sampling()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.round_log: list[list[tuple[int, int]]] = []
         self.discarded_rounds: list[int] = []
         self.generation_seconds: list[float] = []
-        self._keep_rate = RoundRecorder(self.round_log)
         self._train_groups = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
 
-    def _generate_informative_batch(self, inputs):
+    def _generate_and_score_completions(self, inputs):
+        if not self.model.training:
+            return super()._generate_and_score_completions(inputs)
         self.round_log.append([])
         self.discarded_rounds.append(0)
         started = time.perf_counter()
-        batch = super()._generate_informative_batch(inputs)
+        batch = super()._generate_and_score_completions(inputs)
         self.generation_seconds.append(time.perf_counter() - started)
         return batch
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        informative = informative_group_mask(rewards_per_func[:, 0].cpu(), self.num_generations)
+        self.round_log[-1].append((int(informative.sum()), informative.numel()))
+        return rewards_per_func
 
     def kept_groups(self, rounds: list[tuple[int, int]], discarded: int) -> int:
         """Informative groups in the batch the step trains on (the shared loop keeps every one it found, up to
         the batch size, and completes a short batch with uninformative groups)."""
-        return min(self._train_groups, sum(informative for informative, _ in rounds))
+        looked_at = rounds[: len(rounds) - discarded]
+        return min(self._train_groups, sum(informative for informative, _ in looked_at))
 
 
 class VerlTrainer(MeasuredDAPOTrainer):
@@ -137,7 +136,7 @@ class VerlTrainer(MeasuredDAPOTrainer):
 
     scheme = "verl"
 
-    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
+    def _prompts_for(self, *args, **kwargs) -> int:
         return VERL_GEN_BATCH_MULTIPLE * self._train_groups
 
 
@@ -146,22 +145,22 @@ class ResampleTrainer(MeasuredDAPOTrainer):
 
     scheme = "resample"
 
-    def _prompts_for(self, groups_needed: int, max_prompts: int) -> int:
+    def _prompts_for(self, *args, **kwargs) -> int:
         return self._train_groups
 
-    def _on_rounds_exhausted(self, fewest_kept: int, groups_needed: int):
+    def _on_rounds_exhausted(self, *args, **kwargs):
         # ms-swift generates one more resample before its loop tests the retry counter, then discards it.
         step = self.state.global_step
         extra_inputs = self._refill_inputs(self._train_groups, step, round_index=SWIFT_MAX_RESAMPLE_TIMES)
-        GRPOTrainer._generate_and_score_completions(self, extra_inputs)
+        GRPOTrainer._generate_and_score_completions(self, extra_inputs)  # recorded by `_calculate_rewards`
         self.discarded_rounds[-1] += 1
-        self.round_log[-1].append((0, self._train_groups))  # generated, never looked at
-        super()._on_rounds_exhausted(fewest_kept, groups_needed)
+        super()._on_rounds_exhausted(*args, **kwargs)
 
     def kept_groups(self, rounds, discarded):
-        if sum(informative for informative, _ in rounds) >= self._train_groups:
+        looked_at = rounds[: len(rounds) - discarded]
+        if sum(informative for informative, _ in looked_at) >= self._train_groups:
             return self._train_groups
-        return rounds[0][0]  # ms-swift trains on the original batch: only its informative groups count
+        return looked_at[0][0]  # ms-swift trains on the original batch: only its informative groups count
 
 
 SCHEMES = {
@@ -196,12 +195,25 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
     timer = StepTimer()
     trainer = trainer_class(
         model=str(model_dir),
-        reward_funcs=[ControlledReward(keep_rate, args.num_generations, salt=str(args.seed))],
+        reward_funcs=[ControlledReward(informative_ids(dataset["id"], keep_rate, str(args.seed)), args.num_generations)],
         args=config,
         train_dataset=dataset,
         callbacks=[timer],
     )
     without_log_printing(trainer).train()
+
+    # The record must agree with the trainer's own metrics (the extra round ms-swift discards is not the loop's).
+    logged_rounds = log_history_values(trainer, "dynamic_sampling/generation_rounds")
+    logged_prompts = log_history_values(trainer, "dynamic_sampling/prompts_sampled")
+    recorded_rounds = [len(r) - d for r, d in zip(trainer.round_log, trainer.discarded_rounds, strict=True)]
+    recorded_prompts = [
+        sum(g for _, g in r[: len(r) - d]) for r, d in zip(trainer.round_log, trainer.discarded_rounds, strict=True)
+    ]
+    if logged_rounds != recorded_rounds or logged_prompts != recorded_prompts:
+        raise RuntimeError(
+            f"{scheme}: recorded rounds {recorded_rounds} / prompts {recorded_prompts} disagree with the trainer's "
+            f"metrics {logged_rounds} / {logged_prompts}."
+        )
 
     group = args.num_generations
     steps = []
@@ -234,6 +246,8 @@ def summarise(steps: list[dict], keep_rate: float) -> dict:
         kept = sum(step["kept_sequences"] for step in selected)
         per_kept = generated / kept if kept else float("inf")
         return {
+            "observed_keep_rate": sum(s["informative_generated"] for s in selected)
+            / sum(s["groups_generated"] for s in selected),
             "rounds_per_step": sum(step["rounds"] for step in selected) / len(selected),
             "sequences_per_kept": per_kept,
             "sequences_per_kept_times_p": per_kept * keep_rate,
@@ -273,10 +287,8 @@ def main(argv=None):
         scratch = Path(scratch)
         model_dir = save_model(args.model, scratch / "model", seed=args.seed)
         for keep_rate in args.keep_rates:
-            realised = sum(is_informative(i, keep_rate, str(args.seed)) for i in dataset["id"]) / len(dataset)
             for scheme in args.schemes:
                 run = run_scheme(scheme, keep_rate, args, model_dir, dataset, scratch / f"{scheme}-{keep_rate}")
-                run["dataset_keep_rate"] = realised
                 runs.append(run)
                 figures = run["all_steps"]
                 print(
@@ -286,7 +298,7 @@ def main(argv=None):
                 )
 
     headers = [
-        "p", "scheme", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*", "seq/kept x p*",
+        "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*", "seq/kept x p*",
     ]  # fmt: skip
     rows = []
     for run in runs:
@@ -295,6 +307,7 @@ def main(argv=None):
             [
                 run["keep_rate"],
                 run["scheme"],
+                all_steps["observed_keep_rate"],
                 all_steps["rounds_per_step"],
                 all_steps["sequences_per_kept"],
                 all_steps["sequences_per_kept_times_p"],
