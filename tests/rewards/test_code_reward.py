@@ -485,3 +485,14 @@ def test_site_packages_are_opt_in():
     assert "ModuleNotFoundError" in stdlib_only.outcomes[0].detail
     with_packages = CodeReward(timeout=10, site_packages=True).evaluate(fenced(program), tests)
     assert [o.passed for o in with_packages.outcomes] == [True, True, False]  # NumPy values come back as data
+
+
+def test_a_failing_harness_is_reported_not_silently_scored(reward, caplog):
+    from trl_ext.rewards.code import CodeTest, run_code_tests
+
+    broken = CodeTest("value", "add(1,", expected=3)  # not an expression: the harness itself raises
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+        report = run_code_tests(ADD, [broken], sandbox=reward.sandbox, timeout=TIMEOUT)
+    assert [o.status for o in report.outcomes] == ["no_result"]
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("harness failed" in message and "SyntaxError" in message for message in messages)

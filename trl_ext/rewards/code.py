@@ -170,10 +170,14 @@ def _as_text(value: Any) -> str:
 _warned: set[str] = set()
 
 
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning("code reward: %s", message)
+
+
 def _cannot_judge(problem: str) -> None:
-    if problem not in _warned:
-        _warned.add(problem)
-        logger.warning("code reward: %s; such rows score None (cannot judge).", problem)
+    _warn_once(f"{problem}; such rows score None (cannot judge).")
     return None
 
 
@@ -387,15 +391,18 @@ def run_code_tests(
             continue
         if isinstance(index, int) and 0 <= index < len(tests) and index not in records:
             records[index] = record
-    if not records and result.returncode not in (0, None):
-        logger.debug("code sandbox run ended with status %s: %s", result.returncode, result.stderr[-500:])
+    stderr = result.stderr.decode(errors="replace")
+    if "Traceback" in stderr:
+        # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
+        # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
+        _warn_once(f"the code sandbox's harness failed, every test of that run scored as failed:\n{stderr[-1500:]}")
     return CodeTestReport(
         outcomes=tuple(_judge(test, records.get(i), output_match) for i, test in enumerate(tests)),
         isolation=result.isolation,
         wall_time=result.wall_time,
         sandbox_timed_out=result.timed_out,
         run_id=result.run_id,
-        harness_stderr=result.stderr.decode(errors="replace")[-2000:],
+        harness_stderr=stderr[-2000:],
     )
 
 
