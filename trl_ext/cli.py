@@ -1,0 +1,140 @@
+"""`trl-ext` command line: `plot` a run's curves, `eval` pass@k of a model, list the registered `rewards`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from .plotting import plot_training_curves
+
+    path, panels = plot_training_curves(args.output_dir, output=args.output, title=args.title)
+    print(f"Wrote {path} ({', '.join(panels)})")
+    return 0
+
+
+def _rewards(args: argparse.Namespace) -> int:
+    from .rewards import list_rewards
+
+    rewards = list_rewards()
+    width = max(map(len, rewards), default=0)
+    for name, description in rewards.items():
+        print(f"{name:<{width}}  {description}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .evaluation import evaluate_pass_at_k, parse_ks
+    from .rewards import get_reward
+    from .rewards.registry import parse_reward_spec
+    from .tasks import load_raw_dataset, prepare_prompts, resolve_model_path
+
+    ks = parse_ks(args.k, args.n)  # fail on a bad k before loading anything
+    name, reward_kwargs, _ = parse_reward_spec(args.reward)
+    reward = get_reward(name, **reward_kwargs)
+
+    splits = load_raw_dataset(args.dataset, args.dataset_config)
+    if args.split not in splits:
+        raise SystemExit(f"--split {args.split!r} is not in {args.dataset}; it has {list(splits)}.")
+    dataset = prepare_prompts(
+        splits[args.split],
+        prompt_column=args.prompt_column,
+        solution_column=args.solution_column,
+        prompt_template=args.prompt_template,
+        system_prompt=args.system_prompt,
+        conversational=args.conversational,
+    )
+    if args.num_prompts is not None:
+        dataset = dataset.select(range(min(args.num_prompts, len(dataset))))
+
+    model_path = resolve_model_path(args.model)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = args.dtype if args.dtype == "auto" else getattr(torch, args.dtype)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device)
+
+    result = evaluate_pass_at_k(
+        model,
+        tokenizer,
+        dataset,
+        reward,
+        num_samples=args.n,
+        ks=ks,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        batch_size=args.batch_size,
+        correct_threshold=args.correct_threshold,
+        seed=args.seed,
+    )
+    print(f"{args.model} on {args.dataset} [{args.split}], reward {args.reward}: {result.summary()}")
+    if args.output:
+        report = {
+            "model": args.model,
+            "dataset": args.dataset,
+            "split": args.split,
+            "reward": args.reward,
+            "n": args.n,
+            **{f"pass@{k}": value for k, value in result.pass_at_k.items()},
+            "mean_reward": result.mean_reward,
+            "num_correct": result.num_correct,
+        }
+        with open(args.output, "w") as file:
+            json.dump(report, file, indent=2)
+        print(f"Wrote {args.output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trl-ext", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    plot = commands.add_parser("plot", help="Draw a run's training curves into a PNG.")
+    plot.add_argument("output_dir", help="The run's output_dir (or a checkpoint folder, or a trainer_state.json).")
+    plot.add_argument("--output", help="PNG path (default: OUTPUT_DIR/training_curves.png).")
+    plot.add_argument("--title", help="Figure title (default: the run folder's name).")
+    plot.set_defaults(handler=_plot)
+
+    rewards = commands.add_parser("rewards", help="List the registered reward functions.")
+    rewards.set_defaults(handler=_rewards)
+
+    evaluate = commands.add_parser("eval", help="pass@k of a model on a dataset, scored by a registry reward.")
+    evaluate.add_argument("--model", required=True, help="Hub name, local folder, or builtin:tiny-arithmetic.")
+    evaluate.add_argument("--dataset", required=True, help="Hub name, local file/folder (json, jsonl, parquet, csv, save_to_disk) or builtin:arithmetic.")
+    evaluate.add_argument("--dataset-config", help="Hub dataset configuration name (e.g. 'main' for openai/gsm8k).")
+    evaluate.add_argument("--split", default="test", help="Split to evaluate (default: test).")
+    evaluate.add_argument("--num-prompts", type=int, help="Evaluate only the first N prompts.")
+    evaluate.add_argument("--prompt-column", default="prompt")
+    evaluate.add_argument("--solution-column", default="solution", help="Reference answers; dotted for nested fields.")
+    evaluate.add_argument("--prompt-template", help="Build prompts from columns, e.g. '{question}\\nAnswer in \\boxed{}.'.")
+    evaluate.add_argument("--system-prompt", help="Add a system message (makes prompts conversational).")
+    evaluate.add_argument("--conversational", action="store_true", help="Send prompts as user messages through the chat template.")
+    evaluate.add_argument("--reward", default="math", help="Registry reward spec, e.g. 'math' or 'exact_match:strip=true' (see `trl-ext rewards`).")
+    evaluate.add_argument("--n", type=int, default=16, help="Samples per prompt.")
+    evaluate.add_argument("--k", default="1", help="Comma-separated k values, each <= n (e.g. 1,4,16).")
+    evaluate.add_argument("--max-new-tokens", type=int, default=512)
+    evaluate.add_argument("--temperature", type=float, default=1.0, help="0 decodes greedily.")
+    evaluate.add_argument("--top-p", type=float, default=1.0)
+    evaluate.add_argument("--batch-size", type=int, default=64, help="Sequences per generate call.")
+    evaluate.add_argument("--correct-threshold", type=float, default=0.0, help="A sample is correct when its reward exceeds this.")
+    evaluate.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    evaluate.add_argument("--device", help="Default: cuda if available, else cpu.")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--output", help="Also write the results as JSON to this file.")
+    evaluate.set_defaults(handler=_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Datasets for training and evaluation: built-in verifiable tasks and loading from the Hub or local files."""
+
+from .arithmetic import arithmetic_problems, format_problem, make_arithmetic_dataset
+from .loading import (
+    BUILTIN_MODELS,
+    BUILTIN_PREFIX,
+    BUILTIN_TASKS,
+    fill_template,
+    load_raw_dataset,
+    prepare_prompts,
+    resolve_model_path,
+)
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "BUILTIN_PREFIX",
+    "BUILTIN_TASKS",
+    "arithmetic_problems",
+    "fill_template",
+    "format_problem",
+    "load_raw_dataset",
+    "make_arithmetic_dataset",
+    "prepare_prompts",
+    "resolve_model_path",
+]
