@@ -364,3 +364,18 @@ def test_without_namespaces_root_runs_the_program_as_nobody_when_it_can():
     result = sandbox.run_python("main.py", files={"main.py": program})
     assert result.stdout.decode().split() == ["PermissionError", "65534"]
     assert not os.path.exists("/root/escape")
+
+
+def test_interpreter_of_a_virtual_environment_under_tmp_is_visible(tmp_path):
+    if not HAS_BWRAP:
+        pytest.skip("bubblewrap is not installed")
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    sandbox = Sandbox(isolation="bwrap", python=str(venv / "bin" / "python"))
+    # Under the sandbox's own tmpfs /tmp: started at all only if its bind mount comes after that tmpfs.
+    result = sandbox.run_python("main.py", files={"main.py": "import sys\nprint(sys.executable)"})
+    assert result.ok, result.stderr
+    assert result.stdout.decode().strip() == str(venv / "bin" / "python")

@@ -453,13 +453,14 @@ def _bwrap_arguments(python: str, workdir: str, limits: SandboxLimits) -> list[s
     home = os.path.expanduser("~")
     if home not in ("", "/"):
         arguments += ["--size", size, "--tmpfs", home]
+    arguments += ["--size", size, "--tmpfs", "/tmp"]
+    # After the tmpfs mounts, so an interpreter installed under the home directory or /tmp stays visible.
     for path in _interpreter_dirs(python):
         arguments += ["--ro-bind", path, path]
     arguments += [
         "--proc", "/proc",
         "--dev", "/dev",
         "--size", size, "--tmpfs", "/dev/shm",
-        "--size", size, "--tmpfs", "/tmp",
         "--size", size, "--tmpfs", SANDBOX_DIR,
         "--ro-bind", workdir, _INPUT_DIR,
         "--chdir", SANDBOX_DIR,
