@@ -198,11 +198,11 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_se
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    blocked = _BLOCKED_AUDIT_EVENTS
+    blocked, refusal = _BLOCKED_AUDIT_EVENTS, RuntimeError
 
     def audit(event, args):
         if event in blocked:
-            raise RuntimeError(f"{event} is not allowed in the code sandbox")
+            raise refusal(f"{event} is not allowed in the code sandbox")
 
     sys.addaudithook(audit)
     namespace = {"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins}
