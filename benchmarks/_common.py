@@ -20,6 +20,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")  # evaluation progress bars would interleave with the tables
 
 # The scripts run as `python benchmarks/<name>.py` from a checkout: make `trl_ext` importable without installing.
 _REPO_ROOT = Path(__file__).resolve().parents[1]

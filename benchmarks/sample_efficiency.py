@@ -1,0 +1,292 @@
+"""Sample efficiency on the built-in task: DAPO vs TRL-default GRPO vs GSPO, over several seeds.
+
+Every method starts from the package's default checkpoint (`builtin:tiny-arithmetic`, a 0.67M-parameter model
+warm-started on two-digit additions) and trains on `builtin:arithmetic` with the default recipes' shared settings
+(recipes/configs/*_default.yaml: learning rate 2e-4 with 5 warm-up steps, 8 completions per prompt, at most 8
+new tokens, temperature 1.0, the `exact_match` verifier). Each optimiser step trains on 64 completions for every
+method; the methods differ only in what their configs add:
+
+- **dapo**: `DAPOConfig` defaults: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling (filtering on
+  `exact_match`), soft overlong punishment (buffer of 4 tokens, as in the default recipe);
+- **grpo**: `GRPOConfig` with TRL's defaults (symmetric clip 0.2, TRL's default loss, no filtering, no shaping);
+- **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
+  4 x 64 completions split into 4 optimiser steps.
+
+Held-out pass@1 (4 samples per prompt at temperature 1.0 on the 200 test problems, never trained on) is measured
+before training and every `--eval-steps` steps. Reported per method: steps and generated completion tokens
+(every generated completion counts, including groups dynamic sampling discards) to first reach `--target`,
+the median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
+
+    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 3 seeds x 60 steps
+    python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (offline environment, import path)
+from _common import (
+    add_common_arguments,
+    check_device,
+    common_training_args,
+    format_table,
+    machine_info,
+    median,
+    quiet_transformers,
+    set_cpu_threads,
+    without_log_printing,
+    write_json,
+)
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from trl_ext import DAPOConfig, DAPOTrainer, GSPOConfig, GSPOTrainer
+from trl_ext.evaluation import PassAtKCallback
+from trl_ext.rewards import get_reward
+from trl_ext.tasks import load_raw_dataset, resolve_model_path
+
+DEFAULT_MODEL = "builtin:tiny-arithmetic"
+DEFAULT_TASK = "builtin:arithmetic"
+
+
+class CountGeneratedTokens:
+    """Counts every generated completion and its tokens: TRL scores each generated batch with exactly one
+    `_calculate_rewards` call, whichever trainer (and however many dynamic-sampling rounds) produced it."""
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self.generated_sequences = getattr(self, "generated_sequences", 0) + len(completion_ids_list)
+        self.generated_tokens = getattr(self, "generated_tokens", 0) + sum(len(ids) for ids in completion_ids_list)
+        return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+
+class TokensAtStep(TrainerCallback):
+    """Generated tokens and sequences so far, after every optimiser step."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.by_step = {0: (0, 0)}
+
+    def on_step_end(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        self.by_step[state.global_step] = (getattr(trainer, "generated_tokens", 0), getattr(trainer, "generated_sequences", 0))
+
+
+def method_setup(method: str, settings: dict):
+    """(trainer class, config) for one method; `settings` are the ones all methods share."""
+    if method == "dapo":
+        config = DAPOConfig(**settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4)
+        return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
+    if method == "grpo":
+        return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings)
+    if method == "gspo":
+        # One rollout of 4 x 64 completions feeds 4 optimiser steps of 64, so every method trains on 64 per step.
+        config = GSPOConfig(**settings, steps_per_generation=4)
+        return type("CountingGSPOTrainer", (CountGeneratedTokens, GSPOTrainer), {}), config
+    raise ValueError(f"Unknown method {method!r}; use dapo, grpo or gspo.")
+
+
+def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -> dict:
+    settings = common_training_args(
+        output_dir,
+        args.device,
+        learning_rate=2e-4,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=5,
+        max_steps=args.steps,
+        per_device_train_batch_size=64,
+        num_generations=8,
+        max_completion_length=8,
+        temperature=1.0,
+        seed=seed,
+    )
+    trainer_class, config = method_setup(method, settings)
+    reward = get_reward("exact_match", extract="none", normalize=False)
+    trainer = trainer_class(model=model_path, reward_funcs=[reward], args=config, train_dataset=task["train"])
+    evaluation = PassAtKCallback(
+        trainer,
+        task["test"].select(range(min(args.eval_prompts, len(task["test"])))),
+        reward,
+        num_samples=args.eval_samples,
+        ks=(1,),
+        eval_steps=args.eval_steps,
+        batch_size=1024,
+        seed=seed,
+    )
+    tokens = TokensAtStep(trainer)
+    trainer.add_callback(evaluation)
+    trainer.add_callback(tokens)
+    started = time.perf_counter()
+    without_log_printing(trainer).train()
+    seconds = time.perf_counter() - started
+
+    curve = []
+    for step, result in evaluation.history:
+        generated_tokens, generated_sequences = tokens.by_step[step]
+        curve.append(
+            {"step": step, "pass@1": result.pass_at_k[1], "tokens": generated_tokens, "sequences": generated_sequences}
+        )
+    reached = next((point for point in curve if point["pass@1"] >= args.target), None)
+    del trainer
+    gc.collect()
+    return {
+        "method": method,
+        "seed": seed,
+        "curve": curve,
+        "steps_to_target": reached["step"] if reached else None,
+        "tokens_to_target": reached["tokens"] if reached else None,
+        "initial_pass@1": curve[0]["pass@1"],
+        "final_pass@1": curve[-1]["pass@1"],
+        "total_tokens": curve[-1]["tokens"],
+        "train_seconds": seconds,
+    }
+
+
+def summarise(runs: list[dict], methods: list[str]) -> list[dict]:
+    summary = []
+    for method in methods:
+        mine = [r for r in runs if r["method"] == method]
+        reached = [r for r in mine if r["steps_to_target"] is not None]
+        finals = [r["final_pass@1"] for r in mine]
+        summary.append(
+            {
+                "method": method,
+                "seeds": len(mine),
+                "seeds_reaching_target": len(reached),
+                # Runs that never reach the target count as "more than the budget": the median is only defined
+                # when at least half of the seeds reach it.
+                "median_steps_to_target": _median_with_misses([r["steps_to_target"] for r in mine]),
+                "median_tokens_to_target": _median_with_misses([r["tokens_to_target"] for r in mine]),
+                "mean_final_pass@1": statistics.fmean(finals),
+                "stdev_final_pass@1": statistics.stdev(finals) if len(finals) > 1 else 0.0,
+                "mean_tokens_per_step": statistics.fmean(r["total_tokens"] / r["curve"][-1]["step"] for r in mine),
+                "median_train_seconds": median([r["train_seconds"] for r in mine]),
+            }
+        )
+    return summary
+
+
+def _median_with_misses(values: list) -> float | None:
+    """Median where a miss (None) ranks above every hit; None when the median itself is a miss."""
+    ranked = sorted(values, key=lambda value: (value is None, value if value is not None else 0))
+    middle = ranked[(len(ranked) - 1) // 2 : len(ranked) // 2 + 1]
+    if any(value is None for value in middle):
+        return None
+    return float(statistics.fmean(middle))
+
+
+def plot(runs: list[dict], methods: list[str], target: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"dapo": "tab:blue", "grpo": "tab:orange", "gspo": "tab:green"}
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for method in methods:
+        mine = [r for r in runs if r["method"] == method]
+        for index, r in enumerate(mine):
+            label = f"{method} ({len(mine)} seeds)" if index == 0 else None
+            steps = [p["step"] for p in r["curve"]]
+            tokens = [p["tokens"] / 1000 for p in r["curve"]]
+            accuracy = [p["pass@1"] for p in r["curve"]]
+            axes[0].plot(steps, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
+            axes[1].plot(tokens, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
+    for axis, xlabel in zip(axes, ("optimiser step", "generated completion tokens (thousands)")):
+        axis.axhline(target, color="grey", linestyle="--", linewidth=1)
+        axis.set_xlabel(xlabel)
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("held-out pass@1")
+    axes[0].legend()
+    figure.suptitle("builtin:arithmetic from builtin:tiny-arithmetic (dashed: target)")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    print(f"wrote {path}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", nargs="+", choices=("dapo", "grpo", "gspo"), default=["dapo", "grpo", "gspo"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=60, help="optimiser steps per run")
+    parser.add_argument("--eval-steps", type=int, default=10, help="evaluate every this many steps")
+    parser.add_argument("--eval-prompts", type=int, default=200, help="held-out prompts evaluated")
+    parser.add_argument("--eval-samples", type=int, default=4, help="samples per held-out prompt")
+    parser.add_argument("--target", type=float, default=0.5, help="held-out pass@1 to reach")
+    parser.add_argument("--model-path", default=DEFAULT_MODEL, help="starting checkpoint (a directory, or builtin:...)")
+    parser.add_argument("--plot", help="PNG path for the curves (default: next to --out)")
+    add_common_arguments(parser, model="tiny-128")  # --model is unused here: the checkpoint is --model-path
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.steps, args.eval_steps, args.eval_prompts, args.eval_samples = [0], 2, 1, 16, 2
+    check_device(args.device)
+    set_cpu_threads(args.threads)
+    quiet_transformers()
+
+    model_path = resolve_model_path(args.model_path)
+    task = load_raw_dataset(DEFAULT_TASK)
+    machine = machine_info()
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        # Seeds outermost, so a slow phase of a shared machine does not fall on one method only.
+        for seed in args.seeds:
+            for method in args.methods:
+                result = run(method, seed, args, model_path, task, Path(scratch) / f"{method}-{seed}")
+                runs.append(result)
+                print(
+                    f"{method} seed {seed}: pass@1 {result['initial_pass@1']:.3f} -> {result['final_pass@1']:.3f}, "
+                    f"target at step {result['steps_to_target']}, {result['total_tokens']} tokens, "
+                    f"{result['train_seconds']:.0f} s",
+                    flush=True,
+                )
+
+    summary = summarise(runs, args.methods)
+    rows = [
+        [
+            s["method"],
+            f"{s['seeds_reaching_target']}/{s['seeds']}",
+            "not reached" if s["median_steps_to_target"] is None else s["median_steps_to_target"],
+            "not reached" if s["median_tokens_to_target"] is None else f"{s['median_tokens_to_target']:.0f}",
+            f"{s['mean_final_pass@1']:.3f} +- {s['stdev_final_pass@1']:.3f}",
+            s["mean_tokens_per_step"],
+            s["median_train_seconds"],
+        ]
+        for s in summary
+    ]
+    print()
+    print(
+        format_table(
+            ["method", "reached", "steps to target", "tokens to target", f"pass@1 at step {args.steps}",
+             "tokens/step", "s/run"],
+            rows,
+        )
+    )  # fmt: skip
+    print(
+        f"\ntarget: held-out pass@1 >= {args.target} ({args.eval_prompts} prompts x {args.eval_samples} samples, "
+        f"evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
+    )
+
+    plot_path = Path(args.plot) if args.plot else (Path(args.out).with_suffix(".png") if args.out else None)
+    if plot_path is not None:
+        plot(runs, args.methods, args.target, plot_path)
+    payload = {
+        "benchmark": "sample_efficiency",
+        "settings": {key: value for key, value in vars(args).items() if key != "out"},
+        "model_path": model_path,
+        "machine": machine,
+        "summary": summary,
+        "runs": runs,
+    }
+    write_json(args.out, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

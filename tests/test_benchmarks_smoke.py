@@ -1,0 +1,92 @@
+"""Smoke runs of the benchmarks (`--quick`: a few steps each), so the scripts cannot rot.
+
+Each test runs a script's `main` in this process on the tiny local model and checks what the JSON says, not the
+speed: the quick runs are too short for timings to mean anything.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+pytestmark = pytest.mark.slow
+
+
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_overhead_quick_runs_identical_computations(tmp_path):
+    import overhead
+
+    overhead.main(["--quick", "--out", str(tmp_path / "overhead.json")])
+    result = read(tmp_path / "overhead.json")
+    summary = result["summary"]
+    assert summary["median_ratio"] > 0 and summary["target_ratio"] == 1.02
+    # Same config, weights and seed: DAPOTrainer with its additions off must compute exactly what GRPOTrainer does.
+    assert summary["max_loss_difference"] == 0.0
+    run = result["repeats"][0]["runs"]
+    assert len(run["grpo"]["step_seconds"]) == len(run["dapo"]["step_seconds"]) == 3
+
+
+def test_dynamic_sampling_quick_fills_batches_and_records_every_round(tmp_path):
+    import dynamic_sampling
+
+    dynamic_sampling.main(["--quick", "--out", str(tmp_path / "ds.json")])
+    runs = {run["scheme"]: run for run in read(tmp_path / "ds.json")["runs"]}
+    assert set(runs) == {"adaptive", "verl", "resample"}
+    groups = 8  # --quick
+    for run in runs.values():
+        assert len(run["steps"]) == 3
+        for step in run["steps"]:
+            assert step["sequences_generated"] == 4 * sum(sampled for _, sampled in step["rounds_detail"])
+            assert step["kept_groups"] <= groups
+    # verl generates a fixed 3x batch per round; the resample loop one batch per round.
+    assert all(sampled == 3 * groups for step in runs["verl"]["steps"] for _, sampled in step["rounds_detail"])
+    assert all(sampled == groups for step in runs["resample"]["steps"] for _, sampled in step["rounds_detail"])
+    assert runs["adaptive"]["all_steps"]["filled_fraction"] == 1.0
+
+
+def test_controlled_reward_fixes_the_keep_rate_exactly():
+    import dynamic_sampling
+
+    ids = list(range(1000))
+    chosen = dynamic_sampling.informative_ids(ids, 0.25, salt="0")
+    assert len(chosen) == 250 and chosen == dynamic_sampling.informative_ids(ids, 0.25, salt="0")
+    reward = dynamic_sampling.ControlledReward(chosen, group_size=4)
+    informative_id, other_id = min(chosen), min(set(ids) - chosen)
+    rewards = reward(prompts=None, completions=[""] * 8, id=[informative_id] * 4 + [other_id] * 4)
+    assert rewards == [0.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_memory_quick_measures_each_method_in_its_own_process(tmp_path):
+    import memory
+
+    memory.main(["--quick", "--out", str(tmp_path / "memory.json")])
+    results = {r["method"]: r for r in read(tmp_path / "memory.json")["results"]}
+    assert set(results) == {"full", "lora", "qlora"}
+    assert results["full"]["trainable_parameters"] == results["full"]["parameters"]
+    assert results["lora"]["trainable_parameters"] < results["full"]["trainable_parameters"] / 2
+    # 4-bit weights take less room than the float32 ones.
+    assert results["qlora"]["parameter_bytes"] < results["lora"]["parameter_bytes"] / 2
+    assert all(r["train_peak_increase_bytes"] > 0 for r in results.values())
+
+
+def test_sample_efficiency_quick_writes_curves_and_plot(tmp_path, tiny_model_dir):
+    import sample_efficiency
+
+    out = tmp_path / "se.json"
+    sample_efficiency.main(["--quick", "--model-path", tiny_model_dir, "--methods", "grpo", "gspo", "--out", str(out)])
+    result = read(out)
+    assert out.with_suffix(".png").stat().st_size > 0
+    for run in result["runs"]:
+        steps = [point["step"] for point in run["curve"]]
+        tokens = [point["tokens"] for point in run["curve"]]
+        assert steps[0] == 0 and steps[-1] == 2 and tokens[0] == 0
+        assert tokens == sorted(tokens) and tokens[-1] > 0
