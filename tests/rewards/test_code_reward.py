@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-import trl_ext.rewards.code  # noqa: F401  (registers `code`)
 from trl_ext.rewards import build_reward_funcs, call_reward, get_reward
 from trl_ext.rewards.code import (
     CodeReward,
