@@ -74,6 +74,10 @@ MATH_TABLE = [
     ("5", "I think the result is 5", False),
     ("5", "", False),
     (r"\text{Monday}", r"\boxed{\text{Tuesday}}", False),
+    # integers (compared without the LaTeX parser)
+    ("-12", "Answer: -12", True),
+    ("7", r"\boxed{07}", True),
+    ("100", "Answer: 99", False),
     # references that are worked solutions
     (r"We add them, so the total is $\boxed{42}$.", r"\boxed{42}", True),
     ("48/2 = <<48/2=24>>24 clips in May.\n#### 72", r"\boxed{72}", True),

@@ -234,11 +234,21 @@ def _equivalent(gold: list, predicted: list, verify_timeout: int | None) -> bool
         return False
 
 
+_INTEGER = re.compile(r"-?\d+")
+
+
 def _verify(reference: str, completion: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool | None:
-    gold = list(_parse_answer(reference_answer(reference), parsing_timeout))
+    gold_answer = reference_answer(reference)
+    answer = extract_math_answer(completion)
+    if answer is not None:
+        # Integer against integer (DAPO-Math, AIME, GSM8K): equal as integers or not; skip the LaTeX parser,
+        # which costs ~15 ms an answer.
+        gold_text, answer_text = normalize_math_answer(gold_answer), normalize_math_answer(answer)
+        if _INTEGER.fullmatch(gold_text) and _INTEGER.fullmatch(answer_text):
+            return int(gold_text) == int(answer_text)
+    gold = list(_parse_answer(gold_answer, parsing_timeout))
     if not gold:
         return None
-    answer = extract_math_answer(completion)
     predicted = list(_parse_answer(answer, parsing_timeout)) if answer is not None else []
     if not predicted:
         predicted = _parse_anchored(normalize_math_answer_text(completion), parsing_timeout)
