@@ -11,7 +11,8 @@ every item has its own numbers, and every repetition its own batch, so no parse 
 - by `trl.rewards.accuracy_reward`, one at a time in this process (conversational completions, as it expects).
 
 Verifications per second = completions / wall-clock seconds of the batch call (median over `--repeats`).
-Agreement: the fraction of completions on which the two verifiers give the same verdict.
+Agreement: the fraction of completions on which the two verifiers give the same verdict; accuracy: the
+fraction of verdicts that match how the completion was built (right or wrong answer).
 
     python benchmarks/verifier_throughput.py --out benchmarks/results/verifier_throughput.json
     python benchmarks/verifier_throughput.py --quick
@@ -38,10 +39,11 @@ REASONING = (
 )
 
 
-def make_batch(size: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """`size` (reference, completion) pairs, about 60% right, each with its own numbers."""
+def make_batch(size: int, seed: int = 0) -> tuple[list[str], list[str], list[bool]]:
+    """`size` (reference, completion) pairs, about 60% right, each with its own numbers, and whether each
+    completion is right by construction."""
     rng = random.Random(seed)
-    references, completions = [], []
+    references, completions, truths = [], [], []
     for index in range(size):
         a, b = rng.randint(2, 97), rng.randint(2, 97)
         kind = index % 10
@@ -78,7 +80,8 @@ def make_batch(size: int, seed: int = 0) -> tuple[list[str], list[str]]:
             answer = rf"\boxed{{{a + 2 * b if right else a - 2 * b}}}"
         references.append(reference)
         completions.append(REASONING + answer)
-    return references, completions
+        truths.append(right)
+    return references, completions, truths
 
 
 def timed(function) -> tuple[float, object]:
@@ -107,7 +110,7 @@ def main() -> None:
     def measure(label: str, verify_batch) -> None:
         """Time `verify_batch(references, completions) -> verdicts` on each batch; record the median rate."""
         seconds, verdicts = [], []
-        for references, completions in batches:
+        for references, completions, _ in batches:
             elapsed, batch_verdicts = timed(lambda: verify_batch(references, completions))
             seconds.append(elapsed)
             verdicts += batch_verdicts
@@ -119,7 +122,7 @@ def main() -> None:
         return [None if score is None else score > 0 for score in scores]
 
     # One at a time, in this (main) thread, after warming sympy and math-verify up on other items.
-    warm_references, warm_completions = make_batch(50, seed=1)
+    warm_references, warm_completions, _ = make_batch(50, seed=1)
     for reference, completion in zip(warm_references, warm_completions):
         verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
     measure(
@@ -157,12 +160,19 @@ def main() -> None:
     trl_verdicts = results["trl accuracy_reward, in process"]["verdicts"]
     agreement = sum(a == b for a, b in zip(ours, trl_verdicts)) / len(ours)
     expected_right = sum(1 for v in ours if v) / len(ours)
+    truths = [truth for *_, batch_truths in batches for truth in batch_truths]
+    accuracy = {
+        label: sum(verdict == truth for verdict, truth in zip(entry["verdicts"], truths)) / len(truths)
+        for label, entry in (("math", {"verdicts": ours}), ("trl accuracy_reward", results["trl accuracy_reward, in process"]))
+    }
 
     print(format_table(["method", "verifications/s", "batch seconds"], rows))
     print(f"\nworker cold start (spawn + import + load math-verify): " + ", ".join(
         f"{workers} worker(s) {seconds:.1f} s" for workers, seconds in startup.items()
     ))
-    print(f"verdicts: {expected_right:.1%} judged correct by `math`; agreement with accuracy_reward {agreement:.1%}")
+    print(f"verdicts: {expected_right:.1%} judged correct by `math` ({sum(truths) / len(truths):.1%} right by "
+          f"construction); agreement with accuracy_reward {agreement:.1%}")
+    print("verdicts matching the construction: " + ", ".join(f"{label} {value:.1%}" for label, value in accuracy.items()))
     base = results["one at a time, in process"]["verifications_per_s"]
     pooled = results[f"pooled, {args.workers} worker(s)"]["verifications_per_s"]
     print(f"speed-up of the pool ({args.workers} workers) over one at a time: {pooled / base:.2f}x")
@@ -180,6 +190,7 @@ def main() -> None:
             "cold_start_seconds": startup,
             "fraction_correct": expected_right,
             "agreement_with_trl_accuracy_reward": agreement,
+            "verdict_accuracy_vs_construction": accuracy,
             "machine": machine_info(),
         },
     )

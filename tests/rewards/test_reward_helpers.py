@@ -151,3 +151,24 @@ def test_soft_overlong_is_the_trainer_function():
         soft_overlong_penalty(n, 20, 5) for n in lengths
     ]
     assert reward(completions=["x"] * 3, completion_ids=[[0] * 15, [0] * 20, [0] * 21]) == [0.0, -1.0, -1.0]
+
+
+def test_box_extraction_is_linear_on_adversarial_text():
+    import time
+
+    text = r"\boxed{ x" * 5000 + r"\boxed{7}"
+    start = time.monotonic()
+    assert last_boxed(text) == "7"
+    assert time.monotonic() - start < 1.0  # a rescan per unclosed box would take minutes
+
+
+def test_default_workers_share_the_node_between_distributed_processes(monkeypatch):
+    import os
+
+    from trl_ext.rewards.pool import default_num_workers
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert default_num_workers() == cores
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(cores * 2))
+    assert default_num_workers() == 1

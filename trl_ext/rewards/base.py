@@ -109,5 +109,9 @@ class Reward:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        arguments = ", ".join(f"{key}={value!r}" for key, value in vars(self).items() if key != "__name__")
+        arguments = ", ".join(
+            f"{key}={value!r}"
+            for key, value in vars(self).items()
+            if key not in ("__name__", "correct_score", "incorrect_score") and not key.startswith("_")
+        )
         return f"{type(self).__name__}({arguments})"

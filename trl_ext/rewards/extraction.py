@@ -24,33 +24,34 @@ _GSM8K = re.compile(r"####\s*([^\n]*)")
 _NUMBER = re.compile(r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?")
 
 
-def _balanced_group(text: str, start: int) -> tuple[str, int] | None:
-    """Content of the `{...}` group opening at `text[start]` and the index after it, or None if unclosed."""
-    depth = 0
-    for index in range(start, len(text)):
-        char = text[index]
-        if char == "\\":  # an escaped brace (\{ or \}) is content, not grouping
+def _closing_braces(text: str) -> dict[int, int]:
+    """Index of each `{` -> index of its matching `}`, in one pass (escaped `\\{`, `\\}` are content)."""
+    closing, stack = {}, []
+    for index, char in enumerate(text):
+        if char in "{}" and index and text[index - 1] == "\\":
             continue
-        if char == "{" and (index == 0 or text[index - 1] != "\\"):
-            depth += 1
-        elif char == "}" and (index == 0 or text[index - 1] != "\\"):
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : index], index + 1
-    return None
+        if char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            closing[stack.pop()] = index
+    return closing
 
 
 def boxed_spans(text: str) -> list[tuple[int, str]]:
-    """`(position, content)` of every `\\boxed{...}` / `\\fbox{...}` (and brace-less `\\boxed 5`), in order."""
-    spans = []
+    """`(position, content)` of every `\\boxed{...}` / `\\fbox{...}` (and brace-less `\\boxed 5`), in order.
+
+    Linear in the text length, so a completion full of unclosed boxes costs no more than any other.
+    """
+    spans, closing = [], None
     for match in _BOXED.finditer(text):
         position = match.end()
         while position < len(text) and text[position] == " ":
             position += 1
         if position < len(text) and text[position] == "{":
-            group = _balanced_group(text, position)
-            if group is not None:
-                spans.append((match.start(), group[0]))
+            if closing is None:
+                closing = _closing_braces(text)
+            if position in closing:
+                spans.append((match.start(), text[position + 1 : closing[position]]))
         elif position > match.end():  # `\boxed 5`: one token up to the next space or `$`
             token = re.match(r"[^\s$]+", text[position:])
             if token:

@@ -56,11 +56,17 @@ class Outcome:
 
 
 def default_num_workers() -> int:
-    """Cores this process may use (CPU affinity, not the machine's core count)."""
+    """Cores this process may use (CPU affinity, not the machine's core count), shared with the other
+    processes of a distributed launch on this node (`LOCAL_WORLD_SIZE`, set by torchrun and accelerate)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    try:
+        processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        processes = 1
+    return max(1, cores // processes)
 
 
 def _watch_parent(parent_pid: int) -> None:
