@@ -12,7 +12,9 @@ What "memory" means here:
   reset (`/proc/self/clear_refs`) between phases, so "load" is the peak while loading and wrapping the model and
   "train" the peak during the training steps. Kernel high-water marks miss nothing between samples, unlike a
   polling thread, and unlike `tracemalloc` they see torch's allocations (tracemalloc only tracks Python objects).
-  RSS also counts freed memory the allocator keeps, so it is an upper bound on what the tensors need.
+  Before each phase and each reading the script collects garbage and calls glibc's `malloc_trim`, so memory an
+  earlier phase freed (QLoRA's float32 weights before quantisation) does not count; within a phase RSS still
+  counts freed memory the allocator keeps, so the peak is an upper bound on what the live tensors need.
 - on CUDA, `torch.cuda.max_memory_allocated`, reset between the same phases.
 Each method also reports its parameter, gradient and optimiser-state bytes, computed from the tensors.
 
@@ -75,6 +77,19 @@ def reset_peak_rss() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
+def release_freed_memory() -> None:
+    """Collect garbage and hand the heap's free pages back to the kernel (glibc `malloc_trim`), so that RSS
+    counts live allocations only, not what an earlier phase freed (e.g. the float32 weights QLoRA quantises)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: RSS keeps freed memory, a (documented) upper bound
+        pass
+
+
 class MemoryProbe:
     """Peak memory of a phase, relative to a baseline: RSS on CPU, allocated CUDA memory on GPU."""
 
@@ -84,11 +99,13 @@ class MemoryProbe:
     def current(self) -> int:
         import torch
 
+        release_freed_memory()
         return torch.cuda.memory_allocated() if self.device == "cuda" else rss_bytes()
 
     def start_phase(self) -> None:
         import torch
 
+        release_freed_memory()
         if self.device == "cuda":
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -202,6 +219,7 @@ def run_method(method: str, args) -> dict:
         "parameters": total,
         "trainable_parameters": trainable,
         "parameter_bytes": tensor_bytes(parameters),
+        "trainable_dtypes": sorted({str(p.dtype) for p in parameters if p.requires_grad}),
         "gradient_bytes": tensor_bytes(p for p in parameters if p.requires_grad),
         "optimizer_state_bytes": tensor_bytes(optimizer_state),
         "baseline_bytes": baseline,

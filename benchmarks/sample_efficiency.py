@@ -12,12 +12,14 @@ method; the methods differ only in what their configs add:
 - **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
   4 x 64 completions split into 4 optimiser steps.
 
-Held-out pass@1 (4 samples per prompt at temperature 1.0 on the 200 test problems, never trained on) is measured
-before training and every `--eval-steps` steps. Reported per method: steps and generated completion tokens
-(every generated completion counts, including groups dynamic sampling discards) to first reach `--target`,
-the median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
+Held-out pass@1 (8 samples per prompt at temperature 1.0 on the 200 test problems, never trained on) is measured
+before training and every `--eval-steps` steps. The target is the starting pass@1 plus `--target-gain` (0.05, about
+four standard errors of one evaluation), or an absolute `--target`; the starting point is the same for every method
+of a seed (same checkpoint, same evaluation seed). Reported per method: steps and generated completion tokens
+(every generated completion counts, including groups dynamic sampling discards) to first reach the target, the
+median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
 
-    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 3 seeds x 60 steps
+    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 3 seeds x 150 steps
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
 """
 
@@ -95,7 +97,7 @@ def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -
     settings = common_training_args(
         output_dir,
         args.device,
-        learning_rate=2e-4,
+        learning_rate=args.learning_rate,
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=5,
         max_steps=args.steps,
@@ -131,13 +133,16 @@ def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -
         curve.append(
             {"step": step, "pass@1": result.pass_at_k[1], "tokens": generated_tokens, "sequences": generated_sequences}
         )
-    reached = next((point for point in curve if point["pass@1"] >= args.target), None)
+    # The same checkpoint, evaluated with the run's seed, gives every method of a seed the same starting point.
+    target = args.target if args.target is not None else curve[0]["pass@1"] + args.target_gain
+    reached = next((point for point in curve if point["pass@1"] >= target), None)
     del trainer
     gc.collect()
     return {
         "method": method,
         "seed": seed,
         "curve": curve,
+        "target": target,
         "steps_to_target": reached["step"] if reached else None,
         "tokens_to_target": reached["tokens"] if reached else None,
         "initial_pass@1": curve[0]["pass@1"],
@@ -180,7 +185,7 @@ def _median_with_misses(values: list) -> float | None:
     return float(statistics.fmean(middle))
 
 
-def plot(runs: list[dict], methods: list[str], target: float, path: Path) -> None:
+def plot(runs: list[dict], methods: list[str], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -197,13 +202,14 @@ def plot(runs: list[dict], methods: list[str], target: float, path: Path) -> Non
             accuracy = [p["pass@1"] for p in r["curve"]]
             axes[0].plot(steps, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
             axes[1].plot(tokens, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
+    target = statistics.fmean(r["target"] for r in runs)
     for axis, xlabel in zip(axes, ("optimiser step", "generated completion tokens (thousands)")):
         axis.axhline(target, color="grey", linestyle="--", linewidth=1)
         axis.set_xlabel(xlabel)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("held-out pass@1")
     axes[0].legend()
-    figure.suptitle("builtin:arithmetic from builtin:tiny-arithmetic (dashed: target)")
+    figure.suptitle("Held-out pass@1 on builtin:arithmetic (dashed: mean target)")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
@@ -215,11 +221,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", nargs="+", choices=("dapo", "grpo", "gspo"), default=["dapo", "grpo", "gspo"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=60, help="optimiser steps per run")
-    parser.add_argument("--eval-steps", type=int, default=10, help="evaluate every this many steps")
+    parser.add_argument("--steps", type=int, default=150, help="optimiser steps per run")
+    parser.add_argument("--eval-steps", type=int, default=15, help="evaluate every this many steps")
     parser.add_argument("--eval-prompts", type=int, default=200, help="held-out prompts evaluated")
-    parser.add_argument("--eval-samples", type=int, default=4, help="samples per held-out prompt")
-    parser.add_argument("--target", type=float, default=0.5, help="held-out pass@1 to reach")
+    parser.add_argument("--eval-samples", type=int, default=8, help="samples per held-out prompt")
+    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--target", type=float, help="held-out pass@1 to reach (default: start + --target-gain)")
+    parser.add_argument(
+        "--target-gain", type=float, default=0.05, help="without --target: the run's starting pass@1 plus this"
+    )
     parser.add_argument("--model-path", default=DEFAULT_MODEL, help="starting checkpoint (a directory, or builtin:...)")
     parser.add_argument("--plot", help="PNG path for the curves (default: next to --out)")
     add_common_arguments(parser, model="tiny-128")  # --model is unused here: the checkpoint is --model-path
@@ -268,14 +278,16 @@ def main(argv=None):
             rows,
         )
     )  # fmt: skip
+    targets = ", ".join(f"{r['target']:.3f}" for r in runs if r["method"] == args.methods[0])
+    rule = f">= {args.target}" if args.target is not None else f"starting pass@1 + {args.target_gain}"
     print(
-        f"\ntarget: held-out pass@1 >= {args.target} ({args.eval_prompts} prompts x {args.eval_samples} samples, "
-        f"evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
+        f"\ntarget: held-out pass@1 {rule} (per seed: {targets}; {args.eval_prompts} prompts x {args.eval_samples} "
+        f"samples, evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
     )
 
     plot_path = Path(args.plot) if args.plot else (Path(args.out).with_suffix(".png") if args.out else None)
     if plot_path is not None:
-        plot(runs, args.methods, args.target, plot_path)
+        plot(runs, args.methods, plot_path)
     payload = {
         "benchmark": "sample_efficiency",
         "settings": {key: value for key, value in vars(args).items() if key != "out"},

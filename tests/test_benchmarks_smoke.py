@@ -90,3 +90,17 @@ def test_sample_efficiency_quick_writes_curves_and_plot(tmp_path, tiny_model_dir
         tokens = [point["tokens"] for point in run["curve"]]
         assert steps[0] == 0 and steps[-1] == 2 and tokens[0] == 0
         assert tokens == sorted(tokens) and tokens[-1] > 0
+
+
+def test_gpu_variant_dry_run_on_cpu(tmp_path):
+    """The GPU script's own step (the supervised warm start) and its hand-off to the sample-efficiency benchmark,
+    with a tiny model on CPU; the overhead and memory parts only forward arguments to the scripts tested above."""
+    import gpu
+
+    results = gpu.main(
+        ["--device", "cpu", "--model", "tiny-128", "--quick", "--parts", "sample_efficiency", "--out-dir", str(tmp_path)]
+    )
+    result = results["sample_efficiency"]
+    assert 0.0 <= result["warm_start_pass@1"] <= 1.0
+    assert {run["method"] for run in result["runs"]} == {"dapo", "grpo", "gspo"}
+    assert (tmp_path / "sample_efficiency.json").is_file() and (tmp_path / "sample_efficiency.png").is_file()
