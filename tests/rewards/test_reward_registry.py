@@ -245,3 +245,21 @@ def test_exact_match_keeps_its_arguments_through_pickle():
     copy = pickle.loads(pickle.dumps(reward))
     assert isinstance(copy, ExactMatchReward) and copy.extract == "answer_tag" and copy.normalize is False
     assert copy(completions=["<answer>Paris</answer>"], solution=["Paris"]) == [1.0]
+
+
+def test_two_async_rewards_overlap_when_gathered_as_trl_does():
+    """TRL awaits all async rewards together (`asyncio.gather` on its event-loop thread): two pooled rewards
+    that each wait one second finish in about one second, not two."""
+    import time
+
+    class Waits(Reward):
+        def score(self, texts, columns):
+            time.sleep(1.0)  # stands for waiting on the process pool
+            return [0.0] * len(texts)
+
+    async def gather():
+        return await asyncio.gather(AsyncReward(Waits())(completions=["a"]), AsyncReward(Waits())(completions=["b"]))
+
+    start = time.monotonic()
+    assert asyncio.run(gather()) == [[0.0], [0.0]]
+    assert time.monotonic() - start < 1.8
