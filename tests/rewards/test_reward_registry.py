@@ -263,3 +263,20 @@ def test_two_async_rewards_overlap_when_gathered_as_trl_does():
     start = time.monotonic()
     assert asyncio.run(gather()) == [[0.0], [0.0]]
     assert time.monotonic() - start < 1.8
+
+
+def test_dataset_columns_are_checked_before_training():
+    from trl_ext.rewards import check_reward_columns
+    from trl_ext.rewards.registry import reward_columns
+
+    funcs, _ = build_reward_funcs(["math", "gsm8k:reference_column=answer", "think_format",
+                                   {"name": "json_schema", "kwargs": {"schema_column": "schema"}}])  # fmt: skip
+    assert reward_columns(funcs[0]) == {"reference_column": "solution"}
+    assert reward_columns(funcs[2]) == {}
+    check_reward_columns(funcs, ["prompt", "solution", "answer", "schema"])
+    with pytest.raises(ValueError) as error:
+        check_reward_columns(funcs, ["prompt", "solution"])
+    message = str(error.value)
+    assert "'gsm8k' reads column 'answer' (argument reference_column)" in message
+    assert "'json_schema' reads column 'schema' (argument schema_column)" in message
+    assert "['prompt', 'solution']" in message

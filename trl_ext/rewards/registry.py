@@ -24,6 +24,8 @@ __all__ = [
     "RewardEntry",
     "build_reward_funcs",
     "call_reward",
+    "check_reward_columns",
+    "reward_columns",
     "get_reward",
     "list_rewards",
     "parse_reward_spec",
@@ -270,3 +272,32 @@ def build_reward_funcs(
         reward_funcs.append(reward)
         reward_weights.append(weight)
     return reward_funcs, reward_weights
+
+
+def reward_columns(reward: Callable) -> dict[str, str]:
+    """The dataset columns a reward reads, as `{argument: column}` (its `*_column` arguments that are set)."""
+    while isinstance(reward, AsyncReward):
+        reward = reward.reward
+    return {
+        argument: column
+        for argument, column in vars(reward).items()
+        if argument.endswith("_column") and isinstance(column, str)
+    } if hasattr(reward, "__dict__") else {}
+
+
+def check_reward_columns(reward_funcs: Sequence[Callable], column_names: Sequence[str]) -> None:
+    """Raise before training if a reward reads a column the dataset lacks, naming the reward, the column,
+    the argument that chose it and the columns there are. `column_names` is e.g. `train_dataset.column_names`."""
+    available = set(column_names)
+    problems = []
+    for reward in reward_funcs:
+        for argument, column in reward_columns(reward).items():
+            if column not in available:
+                name = getattr(reward, "__name__", type(reward).__name__)
+                problems.append(f"reward {name!r} reads column {column!r} (argument {argument})")
+    if problems:
+        raise ValueError(
+            "The dataset lacks columns the rewards need: " + "; ".join(problems)
+            + f". Dataset columns: {sorted(available)}. Rename the column or set the reward's argument,"
+            " e.g. `math:reference_column=answer`."
+        )
