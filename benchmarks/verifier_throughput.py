@@ -28,7 +28,7 @@ import time
 import _common  # noqa: F401  (offline environment, import path)
 from _common import format_table, machine_info, median, write_json
 
-from trl_ext.rewards import call_reward, get_reward
+from trl_ext.rewards import get_reward
 from trl_ext.rewards.math_equivalence import verify_math_answer
 from trl_ext.rewards.pool import default_num_workers
 
@@ -162,17 +162,17 @@ def main() -> None:
     expected_right = sum(1 for v in ours if v) / len(ours)
     truths = [truth for *_, batch_truths in batches for truth in batch_truths]
     accuracy = {
-        label: sum(verdict == truth for verdict, truth in zip(entry["verdicts"], truths)) / len(truths)
-        for label, entry in (("math", {"verdicts": ours}), ("trl accuracy_reward", results["trl accuracy_reward, in process"]))
+        label: sum(verdict == truth for verdict, truth in zip(verdicts, truths)) / len(truths)
+        for label, verdicts in (("math", ours), ("trl accuracy_reward", trl_verdicts))
     }
 
     print(format_table(["method", "verifications/s", "batch seconds"], rows))
-    print(f"\nworker cold start (spawn + import + load math-verify): " + ", ".join(
-        f"{workers} worker(s) {seconds:.1f} s" for workers, seconds in startup.items()
-    ))
+    cold = ", ".join(f"{workers} worker(s) {seconds:.1f} s" for workers, seconds in startup.items())
+    print(f"\nworker cold start (spawn + import + load math-verify): {cold}")
     print(f"verdicts: {expected_right:.1%} judged correct by `math` ({sum(truths) / len(truths):.1%} right by "
           f"construction); agreement with accuracy_reward {agreement:.1%}")
-    print("verdicts matching the construction: " + ", ".join(f"{label} {value:.1%}" for label, value in accuracy.items()))
+    matching = ", ".join(f"{label} {value:.1%}" for label, value in accuracy.items())
+    print(f"verdicts matching the construction: {matching}")
     base = results["one at a time, in process"]["verifications_per_s"]
     pooled = results[f"pooled, {args.workers} worker(s)"]["verifications_per_s"]
     print(f"speed-up of the pool ({args.workers} workers) over one at a time: {pooled / base:.2f}x")

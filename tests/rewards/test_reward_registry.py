@@ -102,7 +102,8 @@ def test_string_specs():
     )  # fmt: skip
     name, kwargs, _ = parse_reward_spec(r"regex_format:pattern='\d{1,3}',flags=si,required_tags=[a, b]")
     assert (name, kwargs) == ("regex_format", {"pattern": r"\d{1,3}", "flags": "si", "required_tags": ["a", "b"]})
-    assert parse_reward_spec("think_format:prefilled=true,answer_tag=none")[1] == {"prefilled": True, "answer_tag": None}
+    _, kwargs, _ = parse_reward_spec("think_format:prefilled=true,answer_tag=none")
+    assert kwargs == {"prefilled": True, "answer_tag": None}
     with pytest.raises(ValueError, match="arg=value"):
         parse_reward_spec("math:scoring")
 

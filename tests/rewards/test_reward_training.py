@@ -91,7 +91,8 @@ def test_each_verifier_in_a_short_dapo_run(tiny_model_dir, tmp_path, conversatio
     logged = {key for entry in trainer.state.log_history for key in entry}
     for name in TEXT_REWARDS + LENGTH_REWARDS:
         assert f"rewards/{name}/mean" in logged, name
-        values = [entry[f"rewards/{name}/mean"] for entry in trainer.state.log_history if f"rewards/{name}/mean" in entry]
+        key = f"rewards/{name}/mean"
+        values = [entry[key] for entry in trainer.state.log_history if key in entry]
         assert all(math.isfinite(value) for value in values), name
 
     prompts = list(trainer._logs["prompt"])

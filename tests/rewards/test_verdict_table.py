@@ -93,6 +93,8 @@ SCHEMA = {
     "required": ["name", "age"],
 }
 
+TAGS = ["reasoning", "answer"]
+
 # (reward, kwargs, completion, reference, verdict) for the other verifiers.
 OTHER_TABLE = [
     ("dapo_answer", {}, "Reasoning...\nAnswer: 34", "34", True),
@@ -144,8 +146,8 @@ OTHER_TABLE = [
     ("think_format", {"answer_tag": "answer"}, "<think>r</think>\n4", None, False),
     ("regex_format", {"pattern": r"<reasoning>.+</reasoning>\s*<answer>.+</answer>"},
      "<reasoning>r</reasoning>\n<answer>4</answer>", None, True),  # fmt: skip
-    ("regex_format", {"required_tags": ["reasoning", "answer"]}, "<answer>4</answer><reasoning>r</reasoning>", None, False),
-    ("regex_format", {"required_tags": ["reasoning", "answer"]}, "<reasoning>r</reasoning> <answer>4</answer>", None, True),
+    ("regex_format", {"required_tags": TAGS}, "<answer>4</answer><reasoning>r</reasoning>", None, False),
+    ("regex_format", {"required_tags": TAGS}, "<reasoning>r</reasoning> <answer>4</answer>", None, True),
     ("json_valid", {}, 'Here it is:\n```json\n{"a": 1}\n```', None, True),
     ("json_valid", {}, '{"a": 1,}', None, False),
     ("json_valid", {}, "42", None, False),

@@ -10,13 +10,21 @@ import math
 import re
 import string
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Literal
 
 from .base import Reward, dataset_column, scores_for
-from .extraction import answer_line, auto_answer, gsm8k_answer, last_boxed, last_number, strip_math_delimiters, tag_content
+from .extraction import (
+    answer_line,
+    auto_answer,
+    gsm8k_answer,
+    last_boxed,
+    last_number,
+    strip_math_delimiters,
+    tag_content,
+)
 from .registry import register_reward
 
 __all__ = [
@@ -240,7 +248,8 @@ class MultipleChoiceReward(_ReferenceReward):
 
     def _marked_letters(self, text: str) -> list[str]:
         """Letters written as options, in order: `(C)`, `C)`, `C.`, `C:`, or a line holding only the letter."""
-        pattern = rf"\(([{self.letters}])\)|(?<![A-Za-z])([{self.letters}])[).:](?![A-Za-z0-9])|^\s*([{self.letters}])\s*$"
+        letter = f"[{self.letters}]"
+        pattern = rf"\(({letter})\)|(?<![A-Za-z])({letter})[).:](?![A-Za-z0-9])|^\s*({letter})\s*$"
         return [next(group for group in groups if group) for groups in re.findall(pattern, text, flags=re.MULTILINE)]
 
     def chosen_letter(self, text: str) -> str | None:
@@ -393,7 +402,3 @@ class NumericReward(_ReferenceReward):
             number = last_number(answer)
             predicted = parse_number(number) if number else None
         return predicted is not None and _numbers_equal(predicted, gold, self.rel_tol, self.abs_tol)
-
-
-def _as_list(value: Any) -> Sequence:
-    return value if isinstance(value, (list, tuple)) else [value]

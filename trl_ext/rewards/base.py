@@ -59,7 +59,9 @@ def completion_text(completion: Any) -> str:
     )
 
 
-def dataset_column(columns: Mapping[str, Any], column: str, num_completions: int, *, reward: str, argument: str) -> list:
+def dataset_column(
+    columns: Mapping[str, Any], column: str, num_completions: int, *, reward: str, argument: str
+) -> list:
     """The values of a dataset column for a batch, with an error naming the column and how to fix it.
 
     `argument` is the reward's argument that chose the column, so the message can say what to change.

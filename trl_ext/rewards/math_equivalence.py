@@ -37,7 +37,8 @@ __all__ = ["MathReward", "MathVerifier", "extract_math_answer", "normalize_math_
 
 _UNICODE = {
     "−": "-", "–": "-", "×": r"\times ", "÷": r"\div ", "·": r"\cdot ", "π": r"\pi ", "∞": r"\infty ",
-    "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ", "°": r"^\circ", "∪": r"\cup ", "∩": r"\cap ", "∅": r"\emptyset ",
+    "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ", "°": r"^\circ", "∪": r"\cup ", "∩": r"\cap ",
+    "∅": r"\emptyset ",
     "½": r"\frac{1}{2}", "¼": r"\frac{1}{4}", "¾": r"\frac{3}{4}",
 }
 

@@ -305,7 +305,9 @@ class TimeoutPool:
                         fail_pending(message[2])
                     elif kind in ("ok", "error"):  # the result of the item this worker ran
                         _, _, value = message
-                        results[worker.item] = Outcome("ok", value=value) if kind == "ok" else Outcome("error", error=value)
+                        results[worker.item] = (
+                            Outcome("ok", value=value) if kind == "ok" else Outcome("error", error=value)
+                        )
                         worker.item = None
                     worker.state = "idle"  # after "ready", "loaded", "load_error" or a result
                     advance(worker)

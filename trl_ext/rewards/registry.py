@@ -205,7 +205,8 @@ def _split_top_level(text: str, separator: str = ",") -> list[str]:
 
 
 def _parse_value(text: str) -> Any:
-    """A spec argument value: Python/YAML-style literals (numbers, booleans, none, lists, quoted strings), else the raw string."""
+    """A spec argument value: a Python/YAML-style literal (number, boolean, none, list, quoted string), else
+    the raw string."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"

@@ -95,7 +95,9 @@ def _load_schema(schema: Any, *, source: str, allow_path: bool = True) -> dict:
     if allow_path and isinstance(schema, (str, Path)) and not str(schema).lstrip().startswith("{"):
         path = Path(schema)
         if not path.is_file():
-            raise ValueError(f"{source}: schema file {str(path)!r} does not exist; pass a schema mapping or a JSON file path.")
+            raise ValueError(
+                f"{source}: schema file {str(path)!r} does not exist; pass a schema mapping or a JSON file path."
+            )
         schema = path.read_text()
     if isinstance(schema, str):
         try:
@@ -156,7 +158,9 @@ class JsonSchemaReward(Reward):
     def score(self, texts: list[str], columns: Mapping[str, Any]) -> list[float | None]:
         if self.schema is not None:
             return [self.correct_score if self._valid(text, self.schema) else self.incorrect_score for text in texts]
-        schemas = dataset_column(columns, self.schema_column, len(texts), reward=self.__name__, argument="schema_column")
+        schemas = dataset_column(
+            columns, self.schema_column, len(texts), reward=self.__name__, argument="schema_column"
+        )
         rewards = []
         for text, raw in zip(texts, schemas):
             try:
