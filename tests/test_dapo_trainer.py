@@ -294,3 +294,26 @@ def test_checkpoint_and_resume(tmp_path, tiny_model_dir):
     assert resumed.state.global_step == 3
     logged_steps = [e["step"] for e in resumed.state.log_history if "dynamic_sampling/generation_rounds" in e]
     assert logged_steps == [1, 2, 3]  # step 1 restored from the checkpoint, steps 2 and 3 trained after resuming
+
+
+def test_a_users_own_overlong_punishment_is_not_added_twice(tmp_path, tiny_model_dir):
+    from trl_ext.rewards import get_reward
+
+    user_punishment = get_reward("soft_overlong", max_length=8, buffer_length=4)
+    trainer = DAPOTrainer(
+        tiny_model_dir,
+        reward_funcs=[varied_reward_for_odd_ids, user_punishment],
+        args=small_config(tmp_path),
+        train_dataset=make_prompt_dataset(),
+    )
+    assert trainer.reward_funcs[1] is user_punishment and len(trainer.reward_funcs) == 2
+    assert trainer._filter_mask.tolist() == [True, False]
+
+
+def test_a_reward_reading_a_missing_column_fails_before_training(tmp_path, tiny_model_dir):
+    from trl_ext.rewards import get_reward
+
+    with pytest.raises(ValueError, match="'solution'"):
+        DAPOTrainer(
+            tiny_model_dir, reward_funcs=get_reward("math"), args=small_config(tmp_path), train_dataset=make_prompt_dataset()
+        )

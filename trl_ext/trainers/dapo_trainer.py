@@ -11,7 +11,7 @@ from datasets import IterableDataset
 from transformers.utils import logging
 from trl import GRPOTrainer
 
-from ..rewards.length import SoftOverlongPunishment
+from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     KeepRateEstimator,
     RefillSampler,
@@ -25,9 +25,15 @@ from .dapo_config import DAPOConfig
 
 logger = logging.get_logger(__name__)
 
-# The name of TRL's `get_soft_overlong_punishment` reward: like ours, it never decides whether a group is
-# informative.
+# The name of TRL's `get_soft_overlong_punishment` reward.
 _TRL_OVERLONG_REWARD_NAME = "soft_overlong_punishment_reward"
+
+
+def _is_overlong_punishment(reward_func) -> bool:
+    """Whether a reward function is a soft overlong punishment (ours or TRL's): it never decides informativeness."""
+    return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
+        _TRL_OVERLONG_REWARD_NAME
+    )
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -68,10 +74,21 @@ class DAPOTrainer(GRPOTrainer):
                 f"DAPOTrainer needs a DAPOConfig, got {type(config).__name__}. Replace `GRPOConfig(...)` with "
                 "`DAPOConfig(...)` (same arguments): `from trl_ext import DAPOConfig`."
             )
+        reward_funcs = arguments["reward_funcs"]
+        reward_funcs = [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        train_dataset = arguments["train_dataset"]
+        if getattr(train_dataset, "column_names", None):
+            check_reward_columns(reward_funcs, train_dataset.column_names)
         if config.soft_overlong_punishment:
-            config, arguments["reward_funcs"], arguments["reward_processing_classes"] = _with_overlong_punishment(
-                config, arguments["reward_funcs"], arguments["reward_processing_classes"]
-            )
+            if any(_is_overlong_punishment(func) for func in reward_funcs):
+                logger.warning(
+                    "The reward functions already include a soft overlong punishment, so DAPOTrainer does not add "
+                    "its own (soft_overlong_punishment=True) a second time. Remove one of the two to silence this."
+                )
+            else:
+                config, arguments["reward_funcs"], arguments["reward_processing_classes"] = _with_overlong_punishment(
+                    config, reward_funcs, arguments["reward_processing_classes"]
+                )
         arguments["args"] = config
         super().__init__(**arguments)
 
@@ -113,12 +130,7 @@ class DAPOTrainer(GRPOTrainer):
                 )
             used = torch.tensor([name == wanted for name in names])
             return used, torch.ones(len(names))
-        used = torch.tensor(
-            [
-                not (isinstance(func, SoftOverlongPunishment) or name == _TRL_OVERLONG_REWARD_NAME)
-                for func, name in zip(self.reward_funcs, names, strict=True)
-            ]
-        )
+        used = torch.tensor([not _is_overlong_punishment(func) for func in self.reward_funcs])
         if not used.any():
             raise ValueError(
                 "Dynamic sampling needs a reward that judges answers, but the only reward functions are overlong "
@@ -253,10 +265,6 @@ def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
 
 def _with_overlong_punishment(config: DAPOConfig, reward_funcs, reward_processing_classes):
     """Append the soft overlong punishment to the reward functions, without touching the user's objects."""
-    if reward_funcs is None:
-        reward_funcs = []
-    elif not isinstance(reward_funcs, list):
-        reward_funcs = [reward_funcs]
     punishment = SoftOverlongPunishment(config.max_completion_length, config.overlong_buffer_length)
     config = copy.copy(config)
     user_weights = config.reward_weights if config.reward_weights is not None else [1.0] * len(reward_funcs)
