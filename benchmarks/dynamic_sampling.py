@@ -7,7 +7,8 @@ DAPOTrainer loop (the same generation, scoring, filtering and batch assembly); t
 prompts each generation round requests, how many rounds they may run, and what they do when the rounds run out:
 
 - **adaptive** (DAPOTrainer as shipped): each round requests enough prompts to fill the batch with probability
-  `dynamic_sampling_confidence` (0.9) at the keep rate estimated from recent rounds; at most 10 rounds.
+  `dynamic_sampling_confidence` (DAPOConfig's default, or `--confidence`) at the keep rate estimated from recent
+  rounds; at most 10 rounds.
 - **verl**: every round generates a fixed batch of 3x the train batch of prompts (`gen_batch_size`), keeps the
   informative groups, accumulates across rounds until the train batch is full and trims; at most 10 rounds
   (`max_num_gen_batches`; verl raises after them).
@@ -190,6 +191,7 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
             soft_overlong_punishment=False,
             dynamic_sampling_max_rounds=max_rounds,
             dynamic_sampling_on_exhausted="warn",
+            **({"dynamic_sampling_confidence": args.confidence} if args.confidence is not None else {}),
         )
     )
     timer = StepTimer()
@@ -237,7 +239,13 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
         )
     del trainer
     gc.collect()
-    return {"scheme": scheme, "keep_rate": keep_rate, "steps": steps, **summarise(steps, keep_rate)}
+    return {
+        "scheme": scheme,
+        "keep_rate": keep_rate,
+        "confidence": config.dynamic_sampling_confidence if scheme == "adaptive" else None,
+        "steps": steps,
+        **summarise(steps, keep_rate),
+    }
 
 
 def summarise(steps: list[dict], keep_rate: float) -> dict:
@@ -272,6 +280,9 @@ def main(argv=None):
     parser.add_argument("--max-completion-length", type=int, default=8)
     parser.add_argument("--num-prompts", type=int, default=4000, help="training prompts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--confidence", type=float, help="dynamic_sampling_confidence (default: DAPOConfig's); only the adaptive scheme uses it"
+    )
     add_common_arguments(parser, model="tiny-128")
     args = parser.parse_args(argv)
     if args.quick:
@@ -333,6 +344,7 @@ def main(argv=None):
         verdicts.append(
             {
                 "keep_rate": run["keep_rate"],
+                "confidence": run["confidence"],
                 "rounds_per_step": figures["rounds_per_step"],
                 "rounds_target_met": rounds_ok,
                 "sequences_per_kept_times_p": figures["sequences_per_kept_times_p"],
@@ -340,7 +352,7 @@ def main(argv=None):
             }
         )
         print(
-            f"adaptive at p={run['keep_rate']}: rounds/step {figures['rounds_per_step']:.2f} (target <= "
+            f"adaptive (confidence {run['confidence']}) at p={run['keep_rate']}: rounds/step {figures['rounds_per_step']:.2f} (target <= "
             f"{TARGET_ROUNDS_PER_STEP}: {'met' if rounds_ok else 'MISSED'}), sequences per kept x p "
             f"{figures['sequences_per_kept_times_p']:.3f} (target <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P}: "
             f"{'met' if sequences_ok else 'MISSED'})"
