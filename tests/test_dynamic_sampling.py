@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from trl_ext.sampling import (
     KeepRateEstimator,
     RefillSampler,
+    complete_with_spare_groups,
     concat_selected_rows,
     filter_rewards,
     groups_to_keep,
@@ -195,3 +196,11 @@ def test_concat_selected_rows_refuses_data_it_cannot_split():
     round_a = {"prompt_ids": torch.zeros(2, 2), "num_images": [1, 1]}
     with pytest.raises(NotImplementedError, match="dynamic_sampling=False"):
         concat_selected_rows([round_a], [torch.tensor([0])], pad_token_id=0)
+
+
+def test_complete_with_spare_groups_fills_from_the_earliest_rounds():
+    kept = [torch.tensor([0]), torch.tensor([], dtype=torch.long), torch.tensor([2])]
+    spare = [torch.tensor([1, 3]), torch.tensor([0, 1]), torch.tensor([0])]
+    completed = complete_with_spare_groups(kept, spare, shortfall=3)
+    assert [groups.tolist() for groups in completed] == [[0, 1, 3], [0], [2]]
+    assert [g.tolist() for g in complete_with_spare_groups(kept, spare, shortfall=0)] == [[0], [], [2]]

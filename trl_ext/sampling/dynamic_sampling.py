@@ -64,6 +64,27 @@ def groups_to_keep(informative: torch.Tensor, needed: int) -> torch.Tensor:
     return informative.nonzero(as_tuple=True)[0][: max(needed, 0)]
 
 
+def complete_with_spare_groups(
+    kept_groups: list[torch.Tensor], spare_groups: list[torch.Tensor], shortfall: int
+) -> list[torch.Tensor]:
+    """Add uninformative groups, earliest rounds first, when the rounds ran out before the batch was full.
+
+    Args:
+        kept_groups: for each round, `(k,)` indices of the groups kept from it.
+        spare_groups: for each round, `(s,)` indices of its uninformative groups.
+        shortfall: how many groups the batch still lacks.
+
+    Returns:
+        For each round, the kept groups followed by the spare ones that complete the batch.
+    """
+    completed = []
+    for kept, spare in zip(kept_groups, spare_groups, strict=True):
+        filling = spare[: max(shortfall, 0)]
+        shortfall -= len(filling)
+        completed.append(torch.cat([kept, filling]))
+    return completed
+
+
 def _binomial_at_least(successes: int, trials: int, probability: float) -> float:
     """P(X >= successes) for X ~ Binomial(trials, probability), as one minus the lower tail (log space)."""
     if successes <= 0:

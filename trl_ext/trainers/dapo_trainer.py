@@ -15,6 +15,7 @@ from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     KeepRateEstimator,
     RefillSampler,
+    complete_with_spare_groups,
     concat_selected_rows,
     filter_rewards,
     groups_to_keep,
@@ -192,9 +193,7 @@ class DAPOTrainer(GRPOTrainer):
             exhausted = True
             self._on_rounds_exhausted(int(kept_per_process.min()), groups_needed)
             shortfall = groups_needed - int(kept_per_process[rank])
-            for round_index, spare in enumerate(spare_groups):
-                filling, shortfall = spare[:shortfall], shortfall - len(spare[:shortfall])
-                kept_groups[round_index] = torch.cat([kept_groups[round_index], filling])
+            kept_groups = complete_with_spare_groups(kept_groups, spare_groups, shortfall)
 
         rows = [_group_rows(groups, group_size) for groups in kept_groups]
         batch = concat_selected_rows(outputs, rows, pad_token_id=self._tokenizer.pad_token_id)
