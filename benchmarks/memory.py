@@ -6,15 +6,16 @@ hide another's. Settings are DAPOConfig's defaults (clip-higher, token-level los
 except `dynamic_sampling=False`: with a random model the number of generation rounds per step would vary by
 method and blur the comparison this benchmark is about.
 
-What "memory" means here:
-- on CPU, the resident set size (RSS) of the process, read from the kernel: the increase of the peak RSS
-  (`VmHWM` in /proc/self/status) over the RSS measured after imports, before the model is loaded. The peak is
-  reset (`/proc/self/clear_refs`) between phases, so "load" is the peak while loading and wrapping the model and
-  "train" the peak during the training steps. Kernel high-water marks miss nothing between samples, unlike a
-  polling thread, and unlike `tracemalloc` they see torch's allocations (tracemalloc only tracks Python objects).
-  Before each phase and each reading the script collects garbage and calls glibc's `malloc_trim`, so memory an
-  earlier phase freed (QLoRA's float32 weights before quantisation) does not count; within a phase RSS still
-  counts freed memory the allocator keeps, so the peak is an upper bound on what the live tensors need.
+What "memory" means here (each figure is the increase over the process's memory after imports, before the model
+is loaded; "load" is the peak while loading and wrapping the model, "train" the peak during the training steps):
+- on CPU, the resident set size (RSS): its peak is the kernel's exact high-water mark (`VmHWM` in
+  /proc/self/status), reset between phases through /proc/self/clear_refs. The checkpoint is read into memory
+  (`disable_mmap=True`): memory-mapped, frozen weights would stay file pages that count in RSS or not depending on
+  the loading path rather than on the method. As a cross-check the script also samples *anonymous* memory (RSS
+  minus file-backed and shared pages, /proc/self/statm, every 2 ms). `tracemalloc` would see neither: it tracks
+  Python objects, not torch's allocations. Before each phase and reading, the script collects garbage and calls
+  glibc's `malloc_trim`, so memory an earlier phase freed (QLoRA's float32 weights before quantisation) does not
+  count; within a phase, RSS also holds freed memory the allocator keeps, so a peak is an upper bound.
 - on CUDA, `torch.cuda.max_memory_allocated`, reset between the same phases.
 Each method also reports its parameter, gradient and optimiser-state bytes, computed from the tensors.
 
@@ -57,14 +58,6 @@ MIB = 2**20
 # ------------------------------------------------------------------------------------------ memory probes
 
 
-def rss_bytes() -> int:
-    return _status_kib("VmRSS") * 1024
-
-
-def peak_rss_bytes() -> int:
-    return _status_kib("VmHWM") * 1024
-
-
 def _status_kib(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -78,29 +71,77 @@ def reset_peak_rss() -> None:
 
 
 def release_freed_memory() -> None:
-    """Collect garbage and hand the heap's free pages back to the kernel (glibc `malloc_trim`), so that RSS
-    counts live allocations only, not what an earlier phase freed (e.g. the float32 weights QLoRA quantises)."""
+    """Collect garbage and hand the heap's free pages back to the kernel (glibc `malloc_trim`), so that memory
+    an earlier phase freed (e.g. the float32 weights QLoRA quantises) does not count in the next one."""
     import ctypes
     import gc
 
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: RSS keeps freed memory, a (documented) upper bound
+    except (OSError, AttributeError):  # not glibc: freed memory may stay resident, an upper bound
         pass
 
 
+class AnonymousMemorySampler:
+    """Peak anonymous resident memory (resident minus file-backed and shared pages, from /proc/self/statm),
+    sampled every `interval` seconds by a background thread."""
+
+    def __init__(self, interval: float = 0.002):
+        import os
+        import threading
+
+        self.interval = interval
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._fd = os.open("/proc/self/statm", os.O_RDONLY)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.peak = 0
+
+    def current(self) -> int:
+        import os
+
+        _, resident, shared = os.pread(self._fd, 128, 0).split()[:3]
+        return (int(resident) - int(shared)) * self._page
+
+    def start(self) -> None:
+        import threading
+
+        self.peak = self.current()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="memory-sampler")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self.current())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.current())
+        return self.peak
+
+
 class MemoryProbe:
-    """Peak memory of a phase, relative to a baseline: RSS on CPU, allocated CUDA memory on GPU."""
+    """Memory readings and per-phase peaks, as dicts with the headline measure first.
+
+    CPU: `rss` (resident set size; peak = `VmHWM`, exact) and `anonymous` (resident memory not backed by a file;
+    peak sampled every 2 ms). CUDA: `cuda_allocated` (`torch.cuda.memory_allocated`; peak =
+    `max_memory_allocated`).
+    """
 
     def __init__(self, device: str):
         self.device = device
+        self.sampler = AnonymousMemorySampler() if device == "cpu" else None
 
-    def current(self) -> int:
+    def current(self) -> dict[str, int]:
         import torch
 
         release_freed_memory()
-        return torch.cuda.memory_allocated() if self.device == "cuda" else rss_bytes()
+        if self.device == "cuda":
+            return {"cuda_allocated": torch.cuda.memory_allocated()}
+        return {"rss": _status_kib("VmRSS") * 1024, "anonymous": self.sampler.current()}
 
     def start_phase(self) -> None:
         import torch
@@ -111,14 +152,19 @@ class MemoryProbe:
             torch.cuda.reset_peak_memory_stats()
         else:
             reset_peak_rss()
+            self.sampler.start()
 
-    def phase_peak(self) -> int:
+    def phase_peak(self) -> dict[str, int]:
         import torch
 
         if self.device == "cuda":
             torch.cuda.synchronize()
-            return torch.cuda.max_memory_allocated()
-        return peak_rss_bytes()
+            return {"cuda_allocated": torch.cuda.max_memory_allocated()}
+        return {"rss": _status_kib("VmHWM") * 1024, "anonymous": self.sampler.stop()}
+
+
+def headline_measure(device: str) -> str:
+    return "cuda_allocated" if device == "cuda" else "rss"
 
 
 # ------------------------------------------------------------------------------------------ one method
@@ -133,7 +179,9 @@ def load_model(method: str, model_dir: Path, device: str):
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    kwargs = {"dtype": dtype}
+    # Read the checkpoint into memory instead of memory-mapping it: mapped weights would count as file pages for
+    # some methods (those whose weights are never written) and as process memory for others.
+    kwargs = {"dtype": dtype, "disable_mmap": True}
     if method == "qlora":
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True,
@@ -223,13 +271,14 @@ def run_method(method: str, args) -> dict:
         "gradient_bytes": tensor_bytes(p for p in parameters if p.requires_grad),
         "optimizer_state_bytes": tensor_bytes(optimizer_state),
         "baseline_bytes": baseline,
-        "load_peak_increase_bytes": load_peak - baseline,
-        "after_load_increase_bytes": after_load - baseline,
-        "train_peak_increase_bytes": train_peak - baseline,
+        # Increases over the baseline (after imports, before the model is loaded), one entry per measure.
+        "load_peak_increase_bytes": {key: load_peak[key] - baseline[key] for key in baseline},
+        "after_load_increase_bytes": {key: after_load[key] - baseline[key] for key in baseline},
+        "train_peak_increase_bytes": {key: train_peak[key] - baseline[key] for key in baseline},
         "step_seconds": timer.step_seconds,
         "median_step_s": median(timer.step_seconds[1:]),  # the first step is a warm-up
         "train_seconds": train_seconds,
-        "memory_measure": "max_memory_allocated" if args.device == "cuda" else "peak RSS (VmHWM)",
+        "headline_measure": headline_measure(args.device),
     }
 
 
@@ -258,6 +307,7 @@ def main(argv=None):
     check_device(args.device)
     quiet_transformers()
     machine = machine_info()
+    headline = headline_measure(args.device)
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = save_model(args.model, Path(scratch) / "model", seed=args.seed)
@@ -276,39 +326,40 @@ def main(argv=None):
             result = json.loads(lines[-1][len("RESULT ") :])
             results.append(result)
             print(
-                f"{method}: train peak +{result['train_peak_increase_bytes'] / MIB:.1f} MiB, "
+                f"{method}: train peak +{result['train_peak_increase_bytes'][headline] / MIB:.1f} MiB ({headline}), "
                 f"{result['median_step_s']:.3f} s/step",
                 flush=True,
             )
 
     reference = next((r for r in results if r["method"] == "full"), None)
+    measures = list(results[0]["train_peak_increase_bytes"])  # the headline measure first
     rows = []
     for result in results:
+        peaks = result["train_peak_increase_bytes"]
         rows.append(
             [
                 result["method"],
                 f"{result['trainable_parameters'] / 1e6:.2f}M / {result['parameters'] / 1e6:.1f}M",
                 result["parameter_bytes"] / MIB,
                 (result["gradient_bytes"] + result["optimizer_state_bytes"]) / MIB,
-                result["load_peak_increase_bytes"] / MIB,
-                result["train_peak_increase_bytes"] / MIB,
-                result["train_peak_increase_bytes"] / reference["train_peak_increase_bytes"] if reference else "",
+                *(peaks[measure] / MIB for measure in measures),
+                peaks[headline] / reference["train_peak_increase_bytes"][headline] if reference else "",
                 result["median_step_s"],
                 result["median_step_s"] / reference["median_step_s"] if reference else "",
             ]
         )
-    measure = results[0]["memory_measure"]
     print()
     print(
         format_table(
-            [
-                "method", "trainable / all", "params MiB", "grads+Adam MiB", "load peak MiB", "train peak MiB",
-                "vs full", "s/step", "vs full",
-            ],
+            ["method", "trainable / all", "params MiB", "grads+Adam MiB",
+             *(f"train peak {measure} MiB" for measure in measures), "vs full", "s/step", "vs full"],
             rows,
         )
     )  # fmt: skip
-    print(f"\npeaks: increase of {measure} over the post-import baseline; s/step: median over {args.steps} steps.")
+    print(
+        f"\ntrain peaks: increase over the post-import baseline ({', '.join(measures)}; see the module docstring); "
+        f"'vs full' compares {headline}; s/step: median over {args.steps} steps."
+    )
 
     payload = {
         "benchmark": "memory",

@@ -75,7 +75,10 @@ def test_memory_quick_measures_each_method_in_its_own_process(tmp_path):
     assert results["lora"]["trainable_parameters"] < results["full"]["trainable_parameters"] / 2
     # 4-bit weights take less room than the float32 ones.
     assert results["qlora"]["parameter_bytes"] < results["lora"]["parameter_bytes"] / 2
-    assert all(r["train_peak_increase_bytes"] > 0 for r in results.values())
+    for r in results.values():
+        assert r["headline_measure"] == "rss"
+        assert set(r["train_peak_increase_bytes"]) == {"anonymous", "rss"}
+        assert r["train_peak_increase_bytes"]["rss"] > 0
 
 
 def test_sample_efficiency_quick_writes_curves_and_plot(tmp_path, tiny_model_dir):
