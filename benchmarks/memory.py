@@ -305,6 +305,7 @@ def main(argv=None):
     if args.quick:
         args.steps, args.model, args.max_completion_length = 2, "tiny-128", 16
     check_device(args.device)
+    set_cpu_threads(args.threads)  # the workers set it too; here it makes machine_info report what they use
     quiet_transformers()
     machine = machine_info()
     headline = headline_measure(args.device)

@@ -19,7 +19,7 @@ of a seed (same checkpoint, same evaluation seed). Reported per method: steps an
 (every generated completion counts, including groups dynamic sampling discards) to first reach the target, the
 median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
 
-    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 3 seeds x 150 steps
+    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 5 seeds x 150 steps
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
 """
 
@@ -195,13 +195,19 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:
         mine = [r for r in runs if r["method"] == method]
-        for index, r in enumerate(mine):
-            label = f"{method} ({len(mine)} seeds)" if index == 0 else None
-            steps = [p["step"] for p in r["curve"]]
-            tokens = [p["tokens"] / 1000 for p in r["curve"]]
+        colour = colours.get(method)
+        for r in mine:  # one thin line per seed
             accuracy = [p["pass@1"] for p in r["curve"]]
-            axes[0].plot(steps, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
-            axes[1].plot(tokens, accuracy, color=colours.get(method), alpha=0.75, label=label, marker=".")
+            axes[0].plot([p["step"] for p in r["curve"]], accuracy, color=colour, alpha=0.25, linewidth=1)
+            axes[1].plot([p["tokens"] / 1000 for p in r["curve"]], accuracy, color=colour, alpha=0.25, linewidth=1)
+        # The mean over seeds at each evaluation (every run evaluates at the same steps).
+        points = range(min(len(r["curve"]) for r in mine))
+        mean_accuracy = [statistics.fmean(r["curve"][i]["pass@1"] for r in mine) for i in points]
+        mean_steps = [mine[0]["curve"][i]["step"] for i in points]
+        mean_tokens = [statistics.fmean(r["curve"][i]["tokens"] for r in mine) / 1000 for i in points]
+        label = f"{method} (mean of {len(mine)} seeds)"
+        axes[0].plot(mean_steps, mean_accuracy, color=colour, linewidth=2.5, marker="o", markersize=3, label=label)
+        axes[1].plot(mean_tokens, mean_accuracy, color=colour, linewidth=2.5, marker="o", markersize=3, label=label)
     target = statistics.fmean(r["target"] for r in runs)
     for axis, xlabel in zip(axes, ("optimiser step", "generated completion tokens (thousands)")):
         axis.axhline(target, color="grey", linestyle="--", linewidth=1)
@@ -220,7 +226,7 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", nargs="+", choices=("dapo", "grpo", "gspo"), default=["dapo", "grpo", "gspo"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=150, help="optimiser steps per run")
     parser.add_argument("--eval-steps", type=int, default=15, help="evaluate every this many steps")
     parser.add_argument("--eval-prompts", type=int, default=200, help="held-out prompts evaluated")
