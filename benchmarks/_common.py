@@ -255,4 +255,6 @@ def write_json(path: str | Path | None, payload: dict) -> None:
 
 def check_device(device: str) -> None:
     if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device is visible to torch here. Run on a GPU machine, or use --device cpu.")
+        raise SystemExit(
+            "--device cuda: no CUDA device is visible to torch here. Run on a GPU machine, or use --device cpu."
+        )

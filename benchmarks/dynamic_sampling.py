@@ -1,10 +1,10 @@
 """Dynamic sampling: DAPOTrainer's adaptive over-sampling against verl's and ms-swift's schemes.
 
-A reward under the script's control fixes the keep rate `p`: exactly a fraction `p` of the training prompts, picked by a
-hash of their id, are informative (their completions get different rewards); the others get reward 0 for every
-completion, whatever the model generates. The three schemes run in the same
-DAPOTrainer loop (the same generation, scoring, filtering and batch assembly); they differ only in how many
-prompts each generation round requests, how many rounds they may run, and what they do when the rounds run out:
+A reward under the script's control fixes the keep rate `p`: exactly a fraction `p` of the training prompts,
+picked by a hash of their id, are informative (their completions get different rewards); the others get reward 0
+for every completion, whatever the model generates. The three schemes run in the same DAPOTrainer loop (the same
+generation, scoring, filtering and batch assembly); they differ only in how many prompts each generation round
+requests, how many rounds they may run, and what they do when the rounds run out:
 
 - **adaptive** (DAPOTrainer as shipped): each round requests enough prompts to fill the batch with probability
   `dynamic_sampling_confidence` (DAPOConfig's default, or `--confidence`) at the keep rate estimated from recent
@@ -23,8 +23,8 @@ Reported per scheme and keep rate: generation rounds per optimiser step, sequenc
 step, and over the steps after the first (before its first round the adaptive scheme has no keep-rate estimate).
 Targets for the adaptive scheme: at most 1.2 rounds per step and at most 1.25/p sequences per kept one.
 
-    python benchmarks/dynamic_sampling.py --out benchmarks/results/dynamic_sampling.json   # full: 32 groups x 4, 30 steps
-    python benchmarks/dynamic_sampling.py --quick                                           # smoke: 8 groups, 3 steps
+    python benchmarks/dynamic_sampling.py --out benchmarks/results/dynamic_sampling.json  # full: 32 x 4, 30 steps
+    python benchmarks/dynamic_sampling.py --quick                                          # smoke: 8 x 4, 3 steps
 """
 
 from __future__ import annotations
@@ -195,9 +195,10 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
         )
     )
     timer = StepTimer()
+    salt = str(args.seed)
     trainer = trainer_class(
         model=str(model_dir),
-        reward_funcs=[ControlledReward(informative_ids(dataset["id"], keep_rate, str(args.seed)), args.num_generations)],
+        reward_funcs=[ControlledReward(informative_ids(dataset["id"], keep_rate, salt), args.num_generations)],
         args=config,
         train_dataset=dataset,
         callbacks=[timer],
@@ -281,7 +282,9 @@ def main(argv=None):
     parser.add_argument("--num-prompts", type=int, default=4000, help="training prompts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--confidence", type=float, help="dynamic_sampling_confidence (default: DAPOConfig's); only the adaptive scheme uses it"
+        "--confidence",
+        type=float,
+        help="dynamic_sampling_confidence (default: DAPOConfig's); only the adaptive scheme uses it",
     )
     add_common_arguments(parser, model="tiny-128")
     args = parser.parse_args(argv)
@@ -309,7 +312,8 @@ def main(argv=None):
                 )
 
     headers = [
-        "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*", "seq/kept x p*",
+        "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*",
+        "seq/kept x p*",
     ]  # fmt: skip
     rows = []
     for run in runs:
@@ -352,7 +356,8 @@ def main(argv=None):
             }
         )
         print(
-            f"adaptive (confidence {run['confidence']}) at p={run['keep_rate']}: rounds/step {figures['rounds_per_step']:.2f} (target <= "
+            f"adaptive (confidence {run['confidence']}) at p={run['keep_rate']}: rounds/step "
+            f"{figures['rounds_per_step']:.2f} (target <= "
             f"{TARGET_ROUNDS_PER_STEP}: {'met' if rounds_ok else 'MISSED'}), sequences per kept x p "
             f"{figures['sequences_per_kept_times_p']:.3f} (target <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P}: "
             f"{'met' if sequences_ok else 'MISSED'})"

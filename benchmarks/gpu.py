@@ -76,7 +76,8 @@ def supervised_warm_start(model_dir: Path, device: str, steps: int, batch_size: 
         optimizer.step()
         optimizer.zero_grad()
         if step % 100 == 0 or step == steps:
-            print(f"warm start: step {step}/{steps}, loss {loss.item():.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+            elapsed = time.perf_counter() - started
+            print(f"warm start: step {step}/{steps}, loss {loss.item():.3f} ({elapsed:.0f} s)", flush=True)
     model.eval()
     result = evaluate_pass_at_k(
         model, tokenizer, task["test"], get_reward("exact_match", extract="none", normalize=False),
@@ -93,7 +94,9 @@ def main(argv=None):
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--warm-start-steps", type=int, default=600)
     parser.add_argument("--warm-start-lr", type=float, default=1e-4)
-    parser.add_argument("--target-gain", type=float, default=0.05, help="sample efficiency: pass@1 gain over the start to reach")
+    parser.add_argument(
+        "--target-gain", type=float, default=0.05, help="sample efficiency: pass@1 gain over the start to reach"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--quick", action="store_true", help="smoke mode: each part's --quick settings")
     parser.add_argument("--out-dir", default="benchmarks/results/gpu")

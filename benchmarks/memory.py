@@ -218,7 +218,9 @@ def run_method(method: str, args) -> dict:
     quiet_transformers()
     probe = MemoryProbe(args.device)
     pairs = [(a, b) for a in range(100) for b in range(100)][:512]
-    dataset = Dataset.from_dict({"prompt": [f"{a}+{b}=" for a, b in pairs], "solution": [str(a + b) for a, b in pairs]})
+    dataset = Dataset.from_dict(
+        {"prompt": [f"{a}+{b}=" for a, b in pairs], "solution": [str(a + b) for a, b in pairs]}
+    )
     rewards = [get_reward("numeric", extract="none"), get_reward("regex_format", pattern=r"\d", match="search")]
     config = DAPOConfig(
         **common_training_args(
@@ -323,7 +325,9 @@ def main(argv=None):
             finished = subprocess.run(command, capture_output=True, text=True)
             lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
             if finished.returncode != 0 or not lines:
-                raise RuntimeError(f"The {method} worker failed (exit {finished.returncode}):\n{finished.stderr[-4000:]}")
+                raise RuntimeError(
+                    f"The {method} worker failed (exit {finished.returncode}):\n{finished.stderr[-4000:]}"
+                )
             result = json.loads(lines[-1][len("RESULT ") :])
             results.append(result)
             print(
@@ -364,7 +368,9 @@ def main(argv=None):
 
     payload = {
         "benchmark": "memory",
-        "settings": {key: value for key, value in vars(args).items() if key not in ("out", "worker", "model_dir", "scratch")},
+        "settings": {
+            key: value for key, value in vars(args).items() if key not in ("out", "worker", "model_dir", "scratch")
+        },
         "machine": machine,
         "results": results,
     }

@@ -88,7 +88,9 @@ def make_configs(args, output_dir: Path) -> dict:
     grpo, dapo = configs["grpo"].to_dict(), configs["dapo"].to_dict()
     differing = sorted(key for key in grpo if key not in _DAPO_ONLY_FIELDS and grpo[key] != dapo.get(key))
     if differing:
-        raise RuntimeError(f"The GRPO and DAPO configs differ in {differing}: the comparison would not be like for like.")
+        raise RuntimeError(
+            f"The GRPO and DAPO configs differ in {differing}: the comparison would not be like for like."
+        )
     return configs
 
 
@@ -216,7 +218,8 @@ def run_pair(order: list[str], configs: dict, model_dir: Path, dataset: Dataset,
             "losses": log_history_values(trainers[name], "loss"),
         }
     # Step k of one trainer ran right next to step k of the other: compare them pairwise.
-    pair_ratios = [d / g for d, g in zip(runs["dapo"]["step_seconds"][1:], runs["grpo"]["step_seconds"][1:], strict=True)]
+    dapo_steps, grpo_steps = runs["dapo"]["step_seconds"][1:], runs["grpo"]["step_seconds"][1:]
+    pair_ratios = [d / g for d, g in zip(dapo_steps, grpo_steps, strict=True)]
     del trainers
     gc.collect()
     return {"runs": runs, "median_pair_ratio": median(pair_ratios)}
@@ -227,7 +230,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=40, help="optimiser steps per run (the first is a warm-up)")
     parser.add_argument("--repeats", type=int, default=6, help="GRPO/DAPO run pairs, in ABBA order")
     add_common_arguments(parser, model="tiny-128")
-    parser.add_argument("--batch-size", type=int, default=16, help="completions per step (per_device_train_batch_size)")
+    parser.add_argument("--batch-size", type=int, default=16, help="completions per step (per-device batch)")
     parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--max-completion-length", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
@@ -277,7 +280,8 @@ def main(argv=None):
 
     ratios = [repeat["ratio"] for repeat in repeats]
     pooled = {
-        name: median([s for repeat in repeats for s in repeat["runs"][name]["step_seconds"][1:]]) for name in ("grpo", "dapo")
+        name: median([s for repeat in repeats for s in repeat["runs"][name]["step_seconds"][1:]])
+        for name in ("grpo", "dapo")
     }
     summary = {
         "median_ratio": median(ratios),
@@ -292,7 +296,8 @@ def main(argv=None):
     summary["meets_target"] = summary["median_ratio"] <= summary["target_ratio"]
 
     rows = [
-        [i + 1, "-".join(r["order"]), r["runs"]["grpo"]["median_step_s"], r["runs"]["dapo"]["median_step_s"], r["ratio"]]
+        [i + 1, "-".join(r["order"]), r["runs"]["grpo"]["median_step_s"], r["runs"]["dapo"]["median_step_s"],
+         r["ratio"]]
         for i, r in enumerate(repeats)
     ]
     print()

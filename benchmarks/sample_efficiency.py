@@ -19,7 +19,7 @@ of a seed (same checkpoint, same evaluation seed). Reported per method: steps an
 (every generated completion counts, including groups dynamic sampling discards) to first reach the target, the
 median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
 
-    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json   # full: 5 seeds x 150 steps
+    python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json  # 5 seeds x 150 steps
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
 """
 
@@ -76,7 +76,8 @@ class TokensAtStep(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         trainer = self.trainer
-        self.by_step[state.global_step] = (getattr(trainer, "generated_tokens", 0), getattr(trainer, "generated_sequences", 0))
+        generated = (getattr(trainer, "generated_tokens", 0), getattr(trainer, "generated_sequences", 0))
+        self.by_step[state.global_step] = generated
 
 
 def method_setup(method: str, settings: dict):
@@ -236,7 +237,7 @@ def main(argv=None):
     parser.add_argument(
         "--target-gain", type=float, default=0.05, help="without --target: the run's starting pass@1 plus this"
     )
-    parser.add_argument("--model-path", default=DEFAULT_MODEL, help="starting checkpoint (a directory, or builtin:...)")
+    parser.add_argument("--model-path", default=DEFAULT_MODEL, help="starting checkpoint: a directory or builtin:...")
     parser.add_argument("--plot", help="PNG path for the curves (default: next to --out)")
     add_common_arguments(parser, model="tiny-128")  # --model is unused here: the checkpoint is --model-path
     args = parser.parse_args(argv)

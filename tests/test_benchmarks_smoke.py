@@ -100,9 +100,8 @@ def test_gpu_variant_dry_run_on_cpu(tmp_path):
     with a tiny model on CPU; the overhead and memory parts only forward arguments to the scripts tested above."""
     import gpu
 
-    results = gpu.main(
-        ["--device", "cpu", "--model", "tiny-128", "--quick", "--parts", "sample_efficiency", "--out-dir", str(tmp_path)]
-    )
+    arguments = ["--device", "cpu", "--model", "tiny-128", "--quick", "--parts", "sample_efficiency"]
+    results = gpu.main(arguments + ["--out-dir", str(tmp_path)])
     result = results["sample_efficiency"]
     assert 0.0 <= result["warm_start_pass@1"] <= 1.0
     assert {run["method"] for run in result["runs"]} == {"dapo", "grpo", "gspo"}
