@@ -29,7 +29,8 @@ class Panel:
 
 
 PANELS = (
-    Panel("Reward and accuracy", "reward / accuracy", (r"reward", r"rewards/.+/mean", r"eval/pass@\d+", r"eval/mean_reward")),
+    # Held-out pass@k is drawn; `eval/mean_reward` is not, as it equals pass@1 for a 1/0 verifier.
+    Panel("Reward and accuracy", "reward / accuracy", (r"reward", r"rewards/.+/mean", r"eval/pass@\d+")),
     Panel("Response length", "tokens", (r"completions/mean_length", r"completions/min_length", r"completions/max_length")),
     Panel("Entropy", "nats per token", (r"entropy",)),
     Panel("Clip fractions", "fraction of tokens", (r"clip_ratio/low_mean", r"clip_ratio/high_mean", r"clip_ratio/region_mean")),
@@ -137,8 +138,9 @@ def plot_training_curves(run: str | Path, output: str | Path | None = None, titl
     for axis, (panel, primary, secondary) in zip(axes.flat, chosen):
         for key in primary:
             steps, values = series[key]
-            style = "o-" if len(steps) < 20 or key.startswith("eval/") else "-"
-            axis.plot(steps, values, style, markersize=3, linewidth=1.2, label=key)
+            held_out = key.startswith("eval/")
+            style = "o-" if len(steps) < 20 or held_out else "-"
+            axis.plot(steps, values, style, markersize=3, linewidth=2.0 if held_out else 1.2, label=key)
         axis.set_title(panel.title)
         axis.set_xlabel("step")
         axis.set_ylabel(panel.ylabel)

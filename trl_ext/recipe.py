@@ -13,7 +13,7 @@ from typing import Any
 
 from datasets import Dataset
 
-from .evaluation import PassAtKCallback, PassAtKResult
+from .evaluation import PassAtKCallback, PassAtKResult, parse_ks
 from .rewards import build_reward_funcs
 from .tasks import load_raw_dataset, prepare_prompts, resolve_model_path
 
@@ -33,9 +33,9 @@ class RecipeArguments:
         dataset_config (`str` or `None`): Hub configuration name (e.g. `main` for `openai/gsm8k`).
         dataset_train_split (`str`, defaults to `"train"`): split to train on.
         dataset_test_split (`str`, defaults to `"test"`):
-            held-out split for pass@1; if the evaluation dataset has no such split, `eval_num_prompts` rows are held
+            held-out split for pass@1; if the evaluation dataset has no such split, `heldout_prompts` rows are held
             out of the training split instead (never trained on).
-        eval_dataset_name / eval_dataset_config (`str` or `None`):
+        heldout_dataset_name / heldout_dataset_config (`str` or `None`):
             evaluate on another dataset (e.g. AIME 2024) prepared with the same columns; defaults to `dataset_name`.
         prompt_column, solution_column, prompt_template, system_prompt, conversational:
             how prompts and reference answers are built, see `trl_ext.tasks.prepare_prompts`.
@@ -46,16 +46,16 @@ class RecipeArguments:
         reward_funcs (`list`, defaults to `["math"]`):
             registry reward specs: `"name"`, `"name:arg=value,..."`, or in YAML `{name, weight, kwargs}` mappings.
             The weights become the trainer's `reward_weights`. `trl-ext rewards` lists the names.
-        eval_reward (`str` or `None`): the verifier for pass@k; defaults to the first of `reward_funcs`.
+        heldout_reward (`str` or `None`): the verifier for pass@k; defaults to the first of `reward_funcs`.
 
         > Held-out evaluation (pass@k before, during and after training)
 
-        eval_num_prompts (`int`, defaults to `200`): prompts evaluated; 0 turns evaluation off.
-        eval_num_samples (`int`, defaults to `4`): samples per prompt.
-        eval_k (`str`, defaults to `"1"`): comma-separated k values, each at most `eval_num_samples`.
-        eval_steps (`int` or `None`): also evaluate every this many steps.
-        eval_temperature, eval_top_p (`float` or `None`): sampling settings; default to the trainer's.
-        eval_batch_size (`int`, defaults to `64`): sequences per `generate` call.
+        heldout_prompts (`int`, defaults to `200`): prompts evaluated; 0 turns evaluation off.
+        heldout_samples (`int`, defaults to `4`): samples per prompt.
+        heldout_k (`str`, defaults to `"1"`): comma-separated k values, each at most `heldout_samples`.
+        heldout_steps (`int` or `None`): also evaluate every this many steps.
+        heldout_temperature, heldout_top_p (`float` or `None`): sampling settings; default to the trainer's.
+        heldout_batch_size (`int`, defaults to `64`): sequences per `generate` call.
         plot (`bool`, defaults to `True`): write `training_curves.png` into `output_dir` at the end.
     """
 
@@ -63,8 +63,8 @@ class RecipeArguments:
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration name."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_test_split: str = field(default="test", metadata={"help": "Held-out split for pass@k."})
-    eval_dataset_name: str | None = field(default=None, metadata={"help": "Evaluation dataset (default: dataset_name)."})
-    eval_dataset_config: str | None = field(default=None, metadata={"help": "Evaluation dataset configuration."})
+    heldout_dataset_name: str | None = field(default=None, metadata={"help": "Evaluation dataset (default: dataset_name)."})
+    heldout_dataset_config: str | None = field(default=None, metadata={"help": "Evaluation dataset configuration."})
     prompt_column: str = field(default="prompt", metadata={"help": "Column holding the prompt (text or messages)."})
     solution_column: str | None = field(
         default="solution", metadata={"help": "Column with reference answers (dotted for nested fields); null for none."}
@@ -79,15 +79,31 @@ class RecipeArguments:
         default_factory=lambda: ["math"],
         metadata={"help": "Registry reward specs ('name' or 'name:arg=value'); see `trl-ext rewards`."},
     )
-    eval_reward: str | None = field(default=None, metadata={"help": "Verifier for pass@k (default: first reward)."})
-    eval_num_prompts: int = field(default=200, metadata={"help": "Held-out prompts to evaluate; 0 disables."})
-    eval_num_samples: int = field(default=4, metadata={"help": "Samples per held-out prompt."})
-    eval_k: str = field(default="1", metadata={"help": "Comma-separated k values for pass@k."})
-    eval_steps: int | None = field(default=None, metadata={"help": "Also evaluate every this many steps."})
-    eval_temperature: float | None = field(default=None, metadata={"help": "Default: the trainer's temperature."})
-    eval_top_p: float | None = field(default=None, metadata={"help": "Default: the trainer's top_p."})
-    eval_batch_size: int = field(default=64, metadata={"help": "Sequences per generate call during evaluation."})
+    heldout_reward: str | None = field(default=None, metadata={"help": "Verifier for pass@k (default: first reward)."})
+    heldout_prompts: int = field(default=200, metadata={"help": "Held-out prompts to evaluate; 0 disables."})
+    heldout_samples: int = field(default=4, metadata={"help": "Samples per held-out prompt."})
+    heldout_k: str = field(default="1", metadata={"help": "Comma-separated k values for pass@k."})
+    heldout_steps: int | None = field(default=None, metadata={"help": "Also evaluate every this many steps."})
+    heldout_temperature: float | None = field(default=None, metadata={"help": "Default: the trainer's temperature."})
+    heldout_top_p: float | None = field(default=None, metadata={"help": "Default: the trainer's top_p."})
+    heldout_batch_size: int = field(default=64, metadata={"help": "Sequences per generate call during evaluation."})
     plot: bool = field(default=True, metadata={"help": "Write training_curves.png into output_dir at the end."})
+
+    def __post_init__(self):
+        if not self.reward_funcs:
+            raise ValueError("reward_funcs is empty: name at least one registry reward (see `trl-ext rewards`).")
+        if self.heldout_prompts < 0 or self.heldout_samples < 1:
+            raise ValueError(
+                f"heldout_prompts must be >= 0 (0 disables) and heldout_samples >= 1, got {self.heldout_prompts} "
+                f"and {self.heldout_samples}."
+            )
+        if self.heldout_prompts:
+            try:
+                parse_ks(self.heldout_k, self.heldout_samples)
+            except ValueError as error:
+                raise ValueError(f"heldout_k={self.heldout_k!r} with heldout_samples={self.heldout_samples}: {error}") from None
+        if self.plot and importlib.util.find_spec("matplotlib") is None:
+            raise ValueError("plot: true needs matplotlib: pip install 'trl-ext[plot]', or set plot: false.")
 
 
 def check_model_args(model_args, training_args) -> None:
@@ -125,7 +141,7 @@ def model_init_kwargs(model_args, training_args) -> dict[str, Any]:
     """`model_init_kwargs` for the trainer from TRL's `ModelConfig` (revision, attention, dtype); config values win."""
     kwargs = dict(
         revision=model_args.model_revision,
-        trust_remote_code=model_args.trust_remote_code,
+        trust_remote_code=training_args.trust_remote_code,
         attn_implementation=model_args.attn_implementation,
         dtype=model_args.dtype,
     )
@@ -150,7 +166,7 @@ def _prepare(script_args: RecipeArguments, dataset: Dataset) -> Dataset:
 
 
 def load_datasets(script_args: RecipeArguments, seed: int = 0) -> tuple[Dataset, Dataset | None]:
-    """The training dataset and the held-out evaluation dataset (`None` when `eval_num_prompts` is 0)."""
+    """The training dataset and the held-out evaluation dataset (`None` when `heldout_prompts` is 0)."""
     splits = load_raw_dataset(script_args.dataset_name, script_args.dataset_config)
     if script_args.dataset_train_split not in splits:
         raise ValueError(
@@ -159,27 +175,27 @@ def load_datasets(script_args: RecipeArguments, seed: int = 0) -> tuple[Dataset,
         )
     train = splits[script_args.dataset_train_split]
     evaluation = None
-    if script_args.eval_num_prompts > 0:
-        if script_args.eval_dataset_name:
-            eval_splits = load_raw_dataset(script_args.eval_dataset_name, script_args.eval_dataset_config)
+    if script_args.heldout_prompts > 0:
+        if script_args.heldout_dataset_name:
+            eval_splits = load_raw_dataset(script_args.heldout_dataset_name, script_args.heldout_dataset_config)
             if script_args.dataset_test_split not in eval_splits:
                 raise ValueError(
                     f"dataset_test_split={script_args.dataset_test_split!r} is not a split of "
-                    f"{script_args.eval_dataset_name} (splits: {list(eval_splits)})."
+                    f"{script_args.heldout_dataset_name} (splits: {list(eval_splits)})."
                 )
             evaluation = eval_splits[script_args.dataset_test_split]
         elif script_args.dataset_test_split in splits:
             evaluation = splits[script_args.dataset_test_split]
         else:
             # No held-out split: hold some training rows out, so they are never trained on.
-            if script_args.eval_num_prompts >= len(train):
+            if script_args.heldout_prompts >= len(train):
                 raise ValueError(
-                    f"eval_num_prompts={script_args.eval_num_prompts} would hold out the whole training split "
+                    f"heldout_prompts={script_args.heldout_prompts} would hold out the whole training split "
                     f"({len(train)} rows); lower it or give a dataset_test_split."
                 )
-            held_out = train.train_test_split(test_size=script_args.eval_num_prompts, seed=seed)
+            held_out = train.train_test_split(test_size=script_args.heldout_prompts, seed=seed)
             train, evaluation = held_out["train"], held_out["test"]
-        evaluation = _prepare(script_args, evaluation.select(range(min(script_args.eval_num_prompts, len(evaluation)))))
+        evaluation = _prepare(script_args, evaluation.select(range(min(script_args.heldout_prompts, len(evaluation)))))
     if script_args.max_train_samples is not None:
         train = train.shuffle(seed=seed).select(range(min(script_args.max_train_samples, len(train))))
     return _prepare(script_args, train), evaluation
@@ -197,26 +213,28 @@ def build_rewards(script_args: RecipeArguments, training_args) -> tuple[list[Cal
         raise ValueError(
             "Reward weights are set twice: in reward_funcs specs and in reward_weights. Keep one of them."
         )
-    if script_args.eval_reward is not None:
-        eval_reward, _ = build_reward_funcs([script_args.eval_reward])
-        return reward_funcs, eval_reward[0]
+    if script_args.heldout_reward is not None:
+        heldout_reward, _ = build_reward_funcs([script_args.heldout_reward])
+        return reward_funcs, heldout_reward[0]
     return reward_funcs, reward_funcs[0]
 
 
-def add_pass_at_k_callback(trainer, script_args: RecipeArguments, eval_dataset: Dataset | None, eval_reward) -> PassAtKCallback | None:
-    """Attach held-out pass@k evaluation (before the first update, every `eval_steps`, after training)."""
+def add_pass_at_k_callback(
+    trainer, script_args: RecipeArguments, eval_dataset: Dataset | None, heldout_reward: Callable
+) -> PassAtKCallback | None:
+    """Attach held-out pass@k evaluation (before the first update, every `heldout_steps`, after training)."""
     if eval_dataset is None:
         return None
     callback = PassAtKCallback(
         trainer,
         eval_dataset,
-        eval_reward,
-        num_samples=script_args.eval_num_samples,
-        ks=script_args.eval_k,
-        eval_steps=script_args.eval_steps,
-        temperature=script_args.eval_temperature,
-        top_p=script_args.eval_top_p,
-        batch_size=script_args.eval_batch_size,
+        heldout_reward,
+        num_samples=script_args.heldout_samples,
+        ks=script_args.heldout_k,
+        eval_steps=script_args.heldout_steps,
+        temperature=script_args.heldout_temperature,
+        top_p=script_args.heldout_top_p,
+        batch_size=script_args.heldout_batch_size,
         seed=trainer.args.seed,
     )
     trainer.add_callback(callback)
@@ -227,7 +245,7 @@ def before_after(callback: PassAtKCallback | None) -> str:
     """One line comparing the held-out pass@k before and after training, e.g.
     `held-out pass@1 (200 prompts x 4 samples): before 0.281 -> after 0.553`."""
     if callback is None or not callback.history:
-        return "No held-out evaluation (eval_num_prompts: 0)."
+        return "No held-out evaluation (heldout_prompts: 0)."
     first: PassAtKResult = callback.history[0][1]
     last: PassAtKResult = callback.history[-1][1]
     parts = [

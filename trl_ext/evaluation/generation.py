@@ -39,6 +39,17 @@ def eos_token_ids(model, tokenizer) -> list[int]:
     return sorted(ids)
 
 
+def is_bnb_quantized(model) -> bool:
+    """Whether `model` (or the base of a PEFT model) holds bitsandbytes 4-bit or 8-bit weights.
+
+    Such a model is sampled in training mode, as TRL's own generation samples it: on CPU, bitsandbytes repacks
+    4-bit weights for an inference kernel the first time a layer runs in eval mode, and that kernel has no
+    backward, so the gradients of every later training step would stop at the quantized layers. (TRL disables
+    dropout in the policy, so training mode samples the same distribution.)
+    """
+    return bool(getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False))
+
+
 def tokenize_prompts(tokenizer, prompts: Sequence[Any]) -> list[list[int]]:
     """Token ids of each prompt, as TRL's GRPOTrainer builds them before generation."""
     if is_conversational({"prompt": prompts[0]}):
@@ -112,7 +123,8 @@ def sample_completions(
 
     with context as generator, torch.no_grad(), full_params:
         was_training = generator.training
-        generator.eval()
+        # Eval mode (no dropout), except for bitsandbytes models: see `is_bnb_quantized`.
+        generator.train(is_bnb_quantized(generator))
         device = next(generator.parameters()).device
         try:
             for start in tqdm(range(0, len(rows), batch_size), desc=description, disable=not show, leave=False):
