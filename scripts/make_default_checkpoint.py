@@ -1,6 +1,6 @@
 """Build the tiny model the offline default recipe starts from: `trl_ext/assets/tiny-arithmetic/`.
 
-    python scripts/make_default_checkpoint.py            # rebuilds the shipped checkpoint (a few minutes on 2 CPU cores)
+    python scripts/make_default_checkpoint.py   # rebuilds the shipped checkpoint (a few minutes on 2 CPU cores)
 
 A Llama-architecture model (hidden size 128, 4 layers, 4 heads, ~0.67M parameters) with the package's
 character tokenizer (`trl_ext.tiny`), warm-started by supervised fine-tuning on the *train* split of the
@@ -29,7 +29,7 @@ def supervised_batches(tokenizer, prompts, solutions, batch_size, seed):
     """Endless shuffled batches of `prompt + solution + EOS`, with the loss on the solution and EOS only."""
     examples = [
         (tokenizer(prompt)["input_ids"], tokenizer(solution)["input_ids"] + [tokenizer.eos_token_id])
-        for prompt, solution in zip(prompts, solutions)
+        for prompt, solution in zip(prompts, solutions, strict=True)
     ]
     rng = random.Random(seed)
     while True:
@@ -65,7 +65,9 @@ def main() -> None:
     )
     task = make_arithmetic_dataset()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=0.0)
-    batches = supervised_batches(tokenizer, task["train"]["prompt"], task["train"]["solution"], args.batch_size, args.seed)
+    batches = supervised_batches(
+        tokenizer, task["train"]["prompt"], task["train"]["solution"], args.batch_size, args.seed
+    )
 
     start = time.time()
     model.train()
@@ -88,8 +90,15 @@ def main() -> None:
     reward = get_reward("exact_match")
     for name, temperature in (("sampled, temperature 1.0", 1.0), ("greedy", 0.0)):
         result = evaluate_pass_at_k(
-            model, tokenizer, task["test"], reward, num_samples=4 if temperature else 1, max_new_tokens=8,
-            temperature=temperature, batch_size=512, progress=False,
+            model,
+            tokenizer,
+            task["test"],
+            reward,
+            num_samples=4 if temperature else 1,
+            max_new_tokens=8,
+            temperature=temperature,
+            batch_size=512,
+            progress=False,
         )
         print(f"held-out accuracy ({name}): {result.pass_at_k[1]:.3f}")
     print(f"Saved to {output_dir}")

@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trl_ext.evaluation import count_correct, evaluate_pass_at_k, mean_pass_at_k, parse_ks, pass_at_k, sample_completions
+from trl_ext.evaluation import (
+    count_correct,
+    evaluate_pass_at_k,
+    mean_pass_at_k,
+    parse_ks,
+    pass_at_k,
+    sample_completions,
+)
 from trl_ext.rewards import get_reward
 from trl_ext.tasks import make_arithmetic_dataset
 
@@ -109,10 +116,12 @@ def tiny(tiny_model_dir):
 
 def test_sampling_returns_n_completions_cut_after_eos(tiny):
     model, tokenizer = tiny
-    samples = sample_completions(model, tokenizer, ["1+1=", "12+3="], num_samples=3, max_new_tokens=5, batch_size=4, progress=False)
+    samples = sample_completions(
+        model, tokenizer, ["1+1=", "12+3="], num_samples=3, max_new_tokens=5, batch_size=4, progress=False
+    )
     assert len(samples.completions) == 2 and all(len(group) == 3 for group in samples.completions)
-    for ids_group, text_group in zip(samples.completion_ids, samples.completions):
-        for ids, text in zip(ids_group, text_group):
+    for ids_group, text_group in zip(samples.completion_ids, samples.completions, strict=True):
+        for ids, text in zip(ids_group, text_group, strict=True):
             assert 1 <= len(ids) <= 5
             assert tokenizer.eos_token_id not in ids[:-1]
             assert text == tokenizer.decode(ids, skip_special_tokens=True)
@@ -120,7 +129,9 @@ def test_sampling_returns_n_completions_cut_after_eos(tiny):
 
 def test_conversational_prompts_give_assistant_messages(tiny):
     model, tokenizer = tiny
-    samples = sample_completions(model, tokenizer, [[{"role": "user", "content": "2+2="}]], num_samples=2, max_new_tokens=3, progress=False)
+    samples = sample_completions(
+        model, tokenizer, [[{"role": "user", "content": "2+2="}]], num_samples=2, max_new_tokens=3, progress=False
+    )
     assert all(message[0]["role"] == "assistant" for message in samples.completions[0])
 
 
@@ -128,8 +139,12 @@ def test_evaluation_scores_with_a_registry_reward_and_is_seeded(tiny):
     model, tokenizer = tiny
     dataset = make_arithmetic_dataset(num_train=10, num_test=6)["test"]
     reward = get_reward("exact_match", extract="none", normalize=False)
-    result = evaluate_pass_at_k(model, tokenizer, dataset, reward, num_samples=4, ks="1,4", max_new_tokens=4, progress=False)
-    again = evaluate_pass_at_k(model, tokenizer, dataset, reward, num_samples=4, ks="1,4", max_new_tokens=4, progress=False)
+    result = evaluate_pass_at_k(
+        model, tokenizer, dataset, reward, num_samples=4, ks="1,4", max_new_tokens=4, progress=False
+    )
+    again = evaluate_pass_at_k(
+        model, tokenizer, dataset, reward, num_samples=4, ks="1,4", max_new_tokens=4, progress=False
+    )
     assert result.num_correct == again.num_correct  # same seed, same samples
     assert result.num_prompts == 6 and set(result.pass_at_k) == {1, 4}
     assert result.pass_at_k[1] == pytest.approx(sum(result.num_correct) / 24)
@@ -141,10 +156,14 @@ def test_evaluation_counts_correct_answers(tiny):
     `solution` column reaches the reward and correct samples are counted per prompt."""
     model, tokenizer = tiny
     dataset = make_arithmetic_dataset(num_train=10, num_test=4)["test"]
-    greedy = sample_completions(model, tokenizer, dataset["prompt"], num_samples=1, max_new_tokens=4, temperature=0.0, progress=False)
+    greedy = sample_completions(
+        model, tokenizer, dataset["prompt"], num_samples=1, max_new_tokens=4, temperature=0.0, progress=False
+    )
     dataset = dataset.remove_columns("solution").add_column("solution", [g[0] for g in greedy.completions])
     reward = get_reward("exact_match", extract="none", normalize=False)
-    result = evaluate_pass_at_k(model, tokenizer, dataset, reward, num_samples=2, max_new_tokens=4, temperature=0.0, progress=False)
+    result = evaluate_pass_at_k(
+        model, tokenizer, dataset, reward, num_samples=2, max_new_tokens=4, temperature=0.0, progress=False
+    )
     assert result.num_correct == [2, 2, 2, 2] and result.pass_at_k[1] == 1.0
 
 
@@ -152,11 +171,27 @@ def test_cli_eval_on_builtin_task(tiny_model_dir, tmp_path, capsys):
     from trl_ext.cli import main
 
     output = tmp_path / "eval.json"
-    main([
-        "eval", "--model", tiny_model_dir, "--dataset", "builtin:arithmetic", "--num-prompts", "5",
-        "--reward", "exact_match:extract='none',normalize=false", "--n", "4", "--k", "1,2,4",
-        "--max-new-tokens", "4", "--output", str(output),
-    ])
+    main(
+        [
+            "eval",
+            "--model",
+            tiny_model_dir,
+            "--dataset",
+            "builtin:arithmetic",
+            "--num-prompts",
+            "5",
+            "--reward",
+            "exact_match:extract='none',normalize=false",
+            "--n",
+            "4",
+            "--k",
+            "1,2,4",
+            "--max-new-tokens",
+            "4",
+            "--output",
+            str(output),
+        ]
+    )
     report = json.loads(output.read_text())
     assert {"pass@1", "pass@2", "pass@4"} <= set(report) and len(report["num_correct"]) == 5
     assert report["pass@1"] == pytest.approx(sum(report["num_correct"]) / 20)

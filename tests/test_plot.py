@@ -25,12 +25,26 @@ def run_dir(tmp_path_factory):
     task = make_arithmetic_dataset(num_train=256, num_test=8)
     reward = get_reward("exact_match", extract="none", normalize=False)
     args = DAPOConfig(
-        output_dir=str(output_dir), use_cpu=True, bf16=False, max_steps=3, logging_steps=1, learning_rate=1e-4,
-        per_device_train_batch_size=16, num_generations=4, max_completion_length=8, overlong_buffer_length=4,
-        dynamic_sampling_max_rounds=4, save_strategy="no", report_to="none", seed=0,
+        output_dir=str(output_dir),
+        use_cpu=True,
+        bf16=False,
+        max_steps=3,
+        logging_steps=1,
+        learning_rate=1e-4,
+        per_device_train_batch_size=16,
+        num_generations=4,
+        max_completion_length=8,
+        overlong_buffer_length=4,
+        dynamic_sampling_max_rounds=4,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
     )
     trainer = DAPOTrainer(
-        model=resolve_model_path("builtin:tiny-arithmetic"), reward_funcs=reward, args=args, train_dataset=task["train"]
+        model=resolve_model_path("builtin:tiny-arithmetic"),
+        reward_funcs=reward,
+        args=args,
+        train_dataset=task["train"],
     )
     trainer.add_callback(PassAtKCallback(trainer, task["test"], reward, num_samples=2))
     trainer.train()
@@ -49,8 +63,15 @@ def test_plot_of_a_real_run_has_every_panel(run_dir, tmp_path):
 
 def test_the_run_logged_what_the_panels_draw(run_dir):
     series = collect_series(load_log_history(run_dir))
-    for key in ("reward", "entropy", "completions/mean_length", "clip_ratio/high_mean",
-                "dynamic_sampling/groups_kept_fraction", "dynamic_sampling/generation_rounds", "eval/pass@1"):
+    for key in (
+        "reward",
+        "entropy",
+        "completions/mean_length",
+        "clip_ratio/high_mean",
+        "dynamic_sampling/groups_kept_fraction",
+        "dynamic_sampling/generation_rounds",
+        "eval/pass@1",
+    ):
         assert key in series, key
     assert series["eval/pass@1"][0] == [0, 3]
 
@@ -70,7 +91,10 @@ def test_panels_without_data_are_skipped(run_dir, tmp_path):
 
 
 def test_grpo_style_logs_show_zero_std_fraction_in_the_dynamic_sampling_panel():
-    history = [{"step": 1, "reward": 0.5, "frac_reward_zero_std": 0.25}, {"step": 2, "reward": 0.6, "frac_reward_zero_std": 0.5}]
+    history = [
+        {"step": 1, "reward": 0.5, "frac_reward_zero_std": 0.25},
+        {"step": 2, "reward": 0.6, "frac_reward_zero_std": 0.5},
+    ]
     chosen = panels_with_data(collect_series(history))
     assert [(panel.title, primary) for panel, primary, _ in chosen] == [
         ("Reward and accuracy", ["reward"]),

@@ -106,23 +106,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("eval", help="pass@k of a model on a dataset, scored by a registry reward.")
     evaluate.add_argument("--model", required=True, help="Hub name, local folder, or builtin:tiny-arithmetic.")
-    evaluate.add_argument("--dataset", required=True, help="Hub name, local file/folder (json, jsonl, parquet, csv, save_to_disk) or builtin:arithmetic.")
+    evaluate.add_argument(
+        "--dataset",
+        required=True,
+        help="Hub name, local file/folder (json, jsonl, parquet, csv, save_to_disk) or builtin:arithmetic.",
+    )
     evaluate.add_argument("--dataset-config", help="Hub dataset configuration name (e.g. 'main' for openai/gsm8k).")
     evaluate.add_argument("--split", default="test", help="Split to evaluate (default: test).")
     evaluate.add_argument("--num-prompts", type=int, help="Evaluate only the first N prompts.")
     evaluate.add_argument("--prompt-column", default="prompt")
     evaluate.add_argument("--solution-column", default="solution", help="Reference answers; dotted for nested fields.")
-    evaluate.add_argument("--prompt-template", help="Build prompts from columns, e.g. '{question}\\nAnswer in \\boxed{}.'.")
+    evaluate.add_argument(
+        "--prompt-template", help="Build prompts from columns, e.g. '{question}\\nAnswer in \\boxed{}.'."
+    )
     evaluate.add_argument("--system-prompt", help="Add a system message (makes prompts conversational).")
-    evaluate.add_argument("--conversational", action="store_true", help="Send prompts as user messages through the chat template.")
-    evaluate.add_argument("--reward", default="math", help="Registry reward spec, e.g. 'math' or 'exact_match:strip=true' (see `trl-ext rewards`).")
+    evaluate.add_argument(
+        "--conversational", action="store_true", help="Send prompts as user messages through the chat template."
+    )
+    evaluate.add_argument(
+        "--reward",
+        default="math",
+        help="Registry reward spec, e.g. 'math' or 'exact_match:strip=true' (see `trl-ext rewards`).",
+    )
     evaluate.add_argument("--n", type=int, default=16, help="Samples per prompt.")
     evaluate.add_argument("--k", default="1", help="Comma-separated k values, each <= n (e.g. 1,4,16).")
     evaluate.add_argument("--max-new-tokens", type=int, default=512)
     evaluate.add_argument("--temperature", type=float, default=1.0, help="0 decodes greedily.")
     evaluate.add_argument("--top-p", type=float, default=1.0)
     evaluate.add_argument("--batch-size", type=int, default=64, help="Sequences per generate call.")
-    evaluate.add_argument("--correct-threshold", type=float, default=0.0, help="A sample is correct when its reward exceeds this.")
+    evaluate.add_argument(
+        "--correct-threshold", type=float, default=0.0, help="A sample is correct when its reward exceeds this."
+    )
     evaluate.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     evaluate.add_argument("--device", help="Default: cuda if available, else cpu.")
     evaluate.add_argument("--seed", type=int, default=0)

@@ -1,4 +1,5 @@
-"""Training curves from a run's `trainer_state.json`: `trl-ext plot OUTPUT_DIR` writes `OUTPUT_DIR/training_curves.png`.
+"""Training curves from a run's `trainer_state.json`: `trl-ext plot OUTPUT_DIR` writes
+`OUTPUT_DIR/training_curves.png`.
 
 Each panel lists the log keys it draws; a panel none of whose keys were logged is left out, so the same
 command works for GRPO, DAPO and GSPO runs, with or without held-out evaluation.
@@ -31,9 +32,15 @@ class Panel:
 PANELS = (
     # Held-out pass@k is drawn; `eval/mean_reward` is not, as it equals pass@1 for a 1/0 verifier.
     Panel("Reward and accuracy", "reward / accuracy", (r"reward", r"rewards/.+/mean", r"eval/pass@\d+")),
-    Panel("Response length", "tokens", (r"completions/mean_length", r"completions/min_length", r"completions/max_length")),
+    Panel(
+        "Response length", "tokens", (r"completions/mean_length", r"completions/min_length", r"completions/max_length")
+    ),
     Panel("Entropy", "nats per token", (r"entropy",)),
-    Panel("Clip fractions", "fraction of tokens", (r"clip_ratio/low_mean", r"clip_ratio/high_mean", r"clip_ratio/region_mean")),
+    Panel(
+        "Clip fractions",
+        "fraction of tokens",
+        (r"clip_ratio/low_mean", r"clip_ratio/high_mean", r"clip_ratio/region_mean"),
+    ),
     Panel(
         "Dynamic sampling",
         "fraction of groups",
@@ -99,7 +106,9 @@ def _matching(patterns: Sequence[str], keys: Sequence[str]) -> list[str]:
     return matched
 
 
-def panels_with_data(series: Mapping[str, tuple], panels: Sequence[Panel] = PANELS) -> list[tuple[Panel, list[str], list[str]]]:
+def panels_with_data(
+    series: Mapping[str, tuple], panels: Sequence[Panel] = PANELS
+) -> list[tuple[Panel, list[str], list[str]]]:
     """The panels that have at least one logged key, each with its `(primary keys, secondary keys)`."""
     keys = list(series)
     chosen = []
@@ -110,7 +119,9 @@ def panels_with_data(series: Mapping[str, tuple], panels: Sequence[Panel] = PANE
     return chosen
 
 
-def plot_training_curves(run: str | Path, output: str | Path | None = None, title: str | None = None) -> tuple[Path, list[str]]:
+def plot_training_curves(
+    run: str | Path, output: str | Path | None = None, title: str | None = None
+) -> tuple[Path, list[str]]:
     """Draw the curves of `run` (see `load_log_history`) into a PNG; returns `(png path, panel titles drawn)`.
 
     The PNG goes to `output`, by default `training_curves.png` in the run directory.
@@ -135,7 +146,7 @@ def plot_training_curves(run: str | Path, output: str | Path | None = None, titl
     columns = 2 if len(chosen) > 1 else 1
     rows = math.ceil(len(chosen) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(6.5 * columns, 3.6 * rows), squeeze=False)
-    for axis, (panel, primary, secondary) in zip(axes.flat, chosen):
+    for axis, (panel, primary, secondary) in zip(axes.flat, chosen, strict=False):
         for key in primary:
             steps, values = series[key]
             held_out = key.startswith("eval/")

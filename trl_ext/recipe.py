@@ -59,21 +59,29 @@ class RecipeArguments:
         plot (`bool`, defaults to `True`): write `training_curves.png` into `output_dir` at the end.
     """
 
-    dataset_name: str = field(default="builtin:arithmetic", metadata={"help": "Hub name, local path, or builtin:<task>."})
+    dataset_name: str = field(
+        default="builtin:arithmetic", metadata={"help": "Hub name, local path, or builtin:<task>."}
+    )
     dataset_config: str | None = field(default=None, metadata={"help": "Hub dataset configuration name."})
     dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
     dataset_test_split: str = field(default="test", metadata={"help": "Held-out split for pass@k."})
-    heldout_dataset_name: str | None = field(default=None, metadata={"help": "Evaluation dataset (default: dataset_name)."})
+    heldout_dataset_name: str | None = field(
+        default=None, metadata={"help": "Evaluation dataset (default: dataset_name)."}
+    )
     heldout_dataset_config: str | None = field(default=None, metadata={"help": "Evaluation dataset configuration."})
     prompt_column: str = field(default="prompt", metadata={"help": "Column holding the prompt (text or messages)."})
     solution_column: str | None = field(
-        default="solution", metadata={"help": "Column with reference answers (dotted for nested fields); null for none."}
+        default="solution",
+        metadata={"help": "Column with reference answers (dotted for nested fields); null for none."},
     )
     prompt_template: str | None = field(
-        default=None, metadata={"help": "Build the prompt from columns, e.g. '{question}\\nPut the answer in \\boxed{}.'"}
+        default=None,
+        metadata={"help": "Build the prompt from columns, e.g. '{question}\\nPut the answer in \\boxed{}.'"},
     )
     system_prompt: str | None = field(default=None, metadata={"help": "System message; makes prompts conversational."})
-    conversational: bool = field(default=False, metadata={"help": "Send text prompts as user messages (chat template)."})
+    conversational: bool = field(
+        default=False, metadata={"help": "Send text prompts as user messages (chat template)."}
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "Keep only this many training rows."})
     reward_funcs: list[str] = field(
         default_factory=lambda: ["math"],
@@ -101,7 +109,9 @@ class RecipeArguments:
             try:
                 parse_ks(self.heldout_k, self.heldout_samples)
             except ValueError as error:
-                raise ValueError(f"heldout_k={self.heldout_k!r} with heldout_samples={self.heldout_samples}: {error}") from None
+                raise ValueError(
+                    f"heldout_k={self.heldout_k!r} with heldout_samples={self.heldout_samples}: {error}"
+                ) from None
         if self.plot and importlib.util.find_spec("matplotlib") is None:
             raise ValueError("plot: true needs matplotlib: pip install 'trl-ext[plot]', or set plot: false.")
 
@@ -248,7 +258,5 @@ def before_after(callback: PassAtKCallback | None) -> str:
         return "No held-out evaluation (heldout_prompts: 0)."
     first: PassAtKResult = callback.history[0][1]
     last: PassAtKResult = callback.history[-1][1]
-    parts = [
-        f"pass@{k} before {first.pass_at_k[k]:.3f} -> after {last.pass_at_k[k]:.3f}" for k in first.pass_at_k
-    ]
+    parts = [f"pass@{k} before {first.pass_at_k[k]:.3f} -> after {last.pass_at_k[k]:.3f}" for k in first.pass_at_k]
     return f"held-out ({first.num_prompts} prompts x {first.num_samples} samples): " + "; ".join(parts)

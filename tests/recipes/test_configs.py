@@ -69,14 +69,21 @@ def test_paper_settings_of_the_dapo_math_config(tmp_path):
 
 def test_gspo_config_is_off_policy_with_the_paper_clip_range(tmp_path):
     _, args, _ = parse(RECIPES / "configs" / "gspo_qwen2.5_math_7b.yaml", "--output_dir", str(tmp_path))
-    assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == ("sequence", "grpo", 3e-4, 4e-4)
+    assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == (
+        "sequence",
+        "grpo",
+        3e-4,
+        4e-4,
+    )
     assert args.steps_per_generation // args.gradient_accumulation_steps == 4
 
 
 def test_qlora_config_is_nf4_with_rl_lora_defaults(tmp_path):
     from trl import get_peft_config, get_quantization_config
 
-    _, args, model_args = parse(RECIPES / "configs" / "dapo_qlora_qwen2.5_1.5b_gsm8k.yaml", "--output_dir", str(tmp_path))
+    _, args, model_args = parse(
+        RECIPES / "configs" / "dapo_qlora_qwen2.5_1.5b_gsm8k.yaml", "--output_dir", str(tmp_path)
+    )
     quantization = get_quantization_config(model_args)
     assert quantization.load_in_4bit and quantization.bnb_4bit_quant_type == "nf4"
     lora = get_peft_config(model_args)
@@ -86,8 +93,17 @@ def test_qlora_config_is_nf4_with_rl_lora_defaults(tmp_path):
 
 def test_command_line_overrides_the_config(tmp_path):
     script_args, args, model_args = parse(
-        RECIPES / "configs" / "dapo_default.yaml", "--output_dir", str(tmp_path), "--max_steps", "7",
-        "--learning_rate", "1e-5", "--heldout_prompts", "0", "--model_name_or_path", "somewhere",
+        RECIPES / "configs" / "dapo_default.yaml",
+        "--output_dir",
+        str(tmp_path),
+        "--max_steps",
+        "7",
+        "--learning_rate",
+        "1e-5",
+        "--heldout_prompts",
+        "0",
+        "--model_name_or_path",
+        "somewhere",
     )
     assert (args.max_steps, args.learning_rate, script_args.heldout_prompts) == (7, 1e-5, 0)
     assert model_args.model_name_or_path == "somewhere"

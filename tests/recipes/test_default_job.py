@@ -19,7 +19,14 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 @pytest.mark.slow
 def test_default_dapo_job_improves_held_out_accuracy(tmp_path):
     output_dir = tmp_path / "default"
-    command = [sys.executable, "-m", "accelerate.commands.launch", str(RECIPES / "dapo.py"), "--output_dir", str(output_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        str(RECIPES / "dapo.py"),
+        "--output_dir",
+        str(output_dir),
+    ]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     start = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)

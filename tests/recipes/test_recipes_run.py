@@ -12,14 +12,26 @@ import sys
 import warnings
 from pathlib import Path
 
-import pytest
-
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
 # Two optimizer steps on a tiny batch, a small held-out set, no plot unless asked.
 SHORT_RUN = [
-    "--max_steps", "2", "--logging_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",
-    "--heldout_prompts", "8", "--heldout_samples", "2", "--plot", "false", "--report_to", "none",
+    "--max_steps",
+    "2",
+    "--logging_steps",
+    "1",
+    "--per_device_train_batch_size",
+    "8",
+    "--num_generations",
+    "4",
+    "--heldout_prompts",
+    "8",
+    "--heldout_samples",
+    "2",
+    "--plot",
+    "false",
+    "--report_to",
+    "none",
 ]
 
 
@@ -55,7 +67,9 @@ def test_dapo_recipe_default_config_two_steps(tmp_path, monkeypatch, capsys):
 
 def test_gspo_recipe_two_steps(tmp_path, monkeypatch, capsys):
     output_dir = tmp_path / "gspo"
-    run_recipe("gspo", output_dir, *SHORT_RUN, "--steps_per_generation", "2", "--plot", "true", monkeypatch=monkeypatch)
+    run_recipe(
+        "gspo", output_dir, *SHORT_RUN, "--steps_per_generation", "2", "--plot", "true", monkeypatch=monkeypatch
+    )
     out = capsys.readouterr().out
     before_after_figures(out)
     assert (output_dir / "training_curves.png").stat().st_size > 0
@@ -74,9 +88,27 @@ def test_dapo_recipe_with_qlora_on_cpu(tmp_path, monkeypatch, capsys):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run_recipe(
-            "dapo", output_dir, *SHORT_RUN, "--load_in_4bit", "--use_peft", "--lora_r", "8", "--lora_alpha", "16",
-            "--lora_dropout", "0", "--lora_target_modules", "q_proj", "v_proj", "--learning_rate", "1e-3",
-            "--beta", "0.04", "--dynamic_sampling_max_rounds", "4", monkeypatch=monkeypatch,
+            "dapo",
+            output_dir,
+            *SHORT_RUN,
+            "--load_in_4bit",
+            "--use_peft",
+            "--lora_r",
+            "8",
+            "--lora_alpha",
+            "16",
+            "--lora_dropout",
+            "0",
+            "--lora_target_modules",
+            "q_proj",
+            "v_proj",
+            "--learning_rate",
+            "1e-3",
+            "--beta",
+            "0.04",
+            "--dynamic_sampling_max_rounds",
+            "4",
+            monkeypatch=monkeypatch,
         )
     # Backpropagating through a bitsandbytes kernel without a backward would silently cut the gradients.
     assert not [w for w in caught if "autograd kernel was not registered" in str(w.message)]
@@ -96,11 +128,19 @@ def test_lora_reference_policy_is_the_base_with_the_adapter_disabled(tiny_model_
     from trl_ext.tasks import make_arithmetic_dataset
 
     args = DAPOConfig(
-        output_dir=str(tmp_path), use_cpu=True, bf16=False, beta=0.04, per_device_train_batch_size=4,
-        num_generations=4, max_completion_length=8, report_to="none",
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        beta=0.04,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        report_to="none",
     )
     trainer = DAPOTrainer(
-        model=tiny_model_dir, reward_funcs=get_reward("exact_match"), args=args,
+        model=tiny_model_dir,
+        reward_funcs=get_reward("exact_match"),
+        args=args,
         train_dataset=make_arithmetic_dataset(num_train=8, num_test=1)["train"],
         peft_config=LoraConfig(r=4, target_modules=["q_proj"], lora_dropout=0.0),
     )
@@ -111,19 +151,37 @@ def test_lora_reference_policy_is_the_base_with_the_adapter_disabled(tiny_model_
 def test_two_process_accelerate_launch_with_dynamic_sampling(tmp_path):
     output_dir = tmp_path / "ddp"
     command = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(RECIPES / "accelerate_configs" / "ddp.yaml"),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(RECIPES / "accelerate_configs" / "ddp.yaml"),
         # Without a GPU the DDP config starts 2 processes joined over gloo. (`--cpu` would start only one:
         # accelerate runs a single process for it unless mpirun is configured.)
-        "--num_processes", "2", "--mixed_precision", "no", "--main_process_port", "0",
-        str(RECIPES / "dapo.py"), *SHORT_RUN, "--dynamic_sampling", "true", "--dynamic_sampling_max_rounds", "4",
-        "--output_dir", str(output_dir), "--log_level", "info",
+        "--num_processes",
+        "2",
+        "--mixed_precision",
+        "no",
+        "--main_process_port",
+        "0",
+        str(RECIPES / "dapo.py"),
+        *SHORT_RUN,
+        "--dynamic_sampling",
+        "true",
+        "--dynamic_sampling_max_rounds",
+        "4",
+        "--output_dir",
+        str(output_dir),
+        "--log_level",
+        "info",
     ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     # 8 completions per process and step, 2 processes
-    assert re.search(r"Total train batch size \(w. parallel, distributed & accumulation\) = 16", result.stdout + result.stderr)
+    assert re.search(
+        r"Total train batch size \(w. parallel, distributed & accumulation\) = 16", result.stdout + result.stderr
+    )
     before_after_figures(result.stdout)
     assert result.stdout.count("before") == 1  # printed by the main process only
     history = log_history(output_dir)

@@ -41,7 +41,8 @@ class PassAtKResult:
 
     def summary(self) -> str:
         scores = "  ".join(f"pass@{k} = {value:.3f}" for k, value in self.pass_at_k.items())
-        return f"{scores}  (n = {self.num_samples} samples x {self.num_prompts} prompts, mean reward {self.mean_reward:.3f})"
+        samples = f"n = {self.num_samples} samples x {self.num_prompts} prompts"
+        return f"{scores}  ({samples}, mean reward {self.mean_reward:.3f})"
 
 
 def count_correct(rewards: Sequence[float | None], num_samples: int, threshold: float = 0.0) -> list[int]:
@@ -56,7 +57,7 @@ def count_correct(rewards: Sequence[float | None], num_samples: int, threshold: 
 
 
 def _shard_indices(num_items: int, num_shards: int, shard: int) -> tuple[list[int], int]:
-    """This shard's item indices, padded by repetition so every shard has the same count; returns (indices, real count).
+    """This shard's item indices, padded by repetition so every shard has as many; returns (indices, real count).
 
     Equal counts keep the processes' `generate` calls in lockstep, which sharded (ZeRO-3, FSDP) models need.
     """
@@ -118,11 +119,17 @@ def evaluate_pass_at_k(
             description=f"pass@k: {len(dataset)} prompts x {num_samples}",
         )
 
-    columns = {name: [value for value in shard[name] for _ in range(num_samples)] for name in shard.column_names if name != "prompt"}
+    columns = {
+        name: [value for value in shard[name] for _ in range(num_samples)]
+        for name in shard.column_names
+        if name != "prompt"
+    }
     prompts = [prompt for prompt in shard["prompt"] for _ in range(num_samples)]
     completions = [completion for group in samples.completions for completion in group]
     completion_ids = [ids for group in samples.completion_ids for ids in group]
-    rewards = call_reward(reward_func, prompts=prompts, completions=completions, completion_ids=completion_ids, **columns)
+    rewards = call_reward(
+        reward_func, prompts=prompts, completions=completions, completion_ids=completion_ids, **columns
+    )
     if len(rewards) != len(completions):
         raise ValueError(f"The reward function returned {len(rewards)} rewards for {len(completions)} completions.")
     num_correct = count_correct(rewards, num_samples, correct_threshold)[:num_real]

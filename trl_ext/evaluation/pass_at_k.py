@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k for one problem with `n` samples of which `c` are correct; needs `0 <= c <= n` and `1 <= k <= n`."""
+    """Unbiased pass@k of one problem with `n` samples, `c` of them correct; needs `0 <= c <= n`, `1 <= k <= n`."""
     if not 0 <= c <= n:
         raise ValueError(f"pass_at_k needs 0 <= c <= n, got n={n}, c={c}.")
     if not 1 <= k <= n:
@@ -46,5 +46,7 @@ def parse_ks(ks: str | Iterable[int], n: int) -> list[int]:
         raise ValueError("Give at least one k, e.g. k=1,4,16.")
     too_large = [k for k in values if not 1 <= k <= n]
     if too_large:
-        raise ValueError(f"Every k must be between 1 and n={n} (the samples per problem); got {too_large}. Raise n or drop them.")
+        raise ValueError(
+            f"Every k must be between 1 and n={n} (the samples per problem); got {too_large}. Raise n or drop them."
+        )
     return sorted(set(values))

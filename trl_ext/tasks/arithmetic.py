@@ -28,7 +28,9 @@ def arithmetic_problems(max_operand: int = 99, operations: str = "+") -> list[tu
     """
     unknown = sorted(set(operations) - set(OPERATIONS))
     if unknown:
-        raise ValueError(f"operations={operations!r} has unknown operators {unknown}; use some of {''.join(OPERATIONS)}.")
+        raise ValueError(
+            f"operations={operations!r} has unknown operators {unknown}; use some of {''.join(OPERATIONS)}."
+        )
     if max_operand < 1:
         raise ValueError(f"max_operand must be at least 1, got {max_operand}.")
     problems = []
@@ -69,4 +71,6 @@ def make_arithmetic_dataset(
             }
         )
 
-    return DatasetDict(train=to_dataset(problems[:num_train]), test=to_dataset(problems[num_train : num_train + num_test]))
+    return DatasetDict(
+        train=to_dataset(problems[:num_train]), test=to_dataset(problems[num_train : num_train + num_test])
+    )

@@ -80,7 +80,11 @@ def _column_value(row: Mapping[str, Any], column: str) -> Any:
 
 def fill_template(template: str, row: Mapping[str, Any]) -> str:
     """`template` with each `{column}` replaced by the row's value; other braces (`\\boxed{}`) are left alone."""
-    return re.sub(r"\{([\w.]+)\}", lambda m: str(_column_value(row, m.group(1))) if _has(row, m.group(1)) else m.group(0), template)
+    return re.sub(
+        r"\{([\w.]+)\}",
+        lambda m: str(_column_value(row, m.group(1))) if _has(row, m.group(1)) else m.group(0),
+        template,
+    )
 
 
 def _has(row: Mapping[str, Any], column: str) -> bool:
@@ -135,7 +139,12 @@ def prepare_prompts(
             updated["solution"] = answer if isinstance(answer, str) else str(answer)
         return updated
 
-    needs_change = prompt_template is not None or wants_chat or prompt_column != "prompt" or solution_column not in (None, "solution")
+    needs_change = (
+        prompt_template is not None
+        or wants_chat
+        or prompt_column != "prompt"
+        or solution_column not in (None, "solution")
+    )
     if not needs_change:
         return dataset
     # Drop the original `prompt` column when it is replaced by a column of another type (text -> messages).
