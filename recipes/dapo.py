@@ -60,7 +60,7 @@ def main(script_args: RecipeArguments, training_args: DAPOConfig, model_args: Mo
     if script_args.plot and trainer.accelerator.is_main_process:
         png, _ = plot_training_curves(training_args.output_dir)
         print(f"Training curves: {png}")
-    trainer.end()
+    trainer.accelerator.end_training()  # finish the trackers, close the process group
 
 
 if __name__ == "__main__":
