@@ -139,10 +139,10 @@ def check_model_args(model_args, training_args) -> None:
         )
     if quantized and importlib.util.find_spec("bitsandbytes") is None:
         raise ValueError("load_in_4bit / load_in_8bit need bitsandbytes: pip install 'trl-ext[qlora]'.")
-    if model_args.use_peft and model_args.lora_dropout > 0:
+    if model_args.use_peft and model_args.lora_dropout > 0 and not getattr(training_args, "disable_dropout", True):
         logger.warning(
-            "lora_dropout=%s: dropout makes the training forward pass differ from the one that scored the samples, "
-            "which biases the importance ratios of RL; 0 is the usual choice for RL.",
+            "lora_dropout=%s with disable_dropout=False: dropout makes the training forward pass differ from the "
+            "one that scored the samples, which biases the importance ratios of RL. Set lora_dropout: 0.",
             model_args.lora_dropout,
         )
 
