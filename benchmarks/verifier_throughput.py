@@ -90,6 +90,27 @@ def timed(function) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+PATHOLOGICAL_TIMEOUT = 3.0
+# Inputs that make a symbolic comparison run for a very long time, or for ever.
+PATHOLOGICAL_INPUTS = {
+    "power tower": r"The answer is \boxed{2^{2^{2^{2^{2^{2^{2}}}}}}}",
+    "huge factorial": r"The answer is \boxed{(10^{10})!}",
+    "deeply nested fraction": "The answer is \\boxed{" + r"\frac{1}{1+" * 40 + "x" + "}" * 40 + "}",
+}
+
+
+def time_pathological_inputs(timeout: float) -> dict[str, tuple[float, float | None]]:
+    """Seconds each pathological completion takes to score (workers started beforehand), and its score."""
+    reward = get_reward("math", timeout=timeout, asynchronous=False)
+    reward(completions=[r"\boxed{1}"], solution=["1"])  # start the workers outside the timing
+    timings = {}
+    for name, completion in PATHOLOGICAL_INPUTS.items():
+        start = time.perf_counter()
+        (score,) = reward(completions=[completion], solution=["5"])
+        timings[name] = (time.perf_counter() - start, score)
+    return timings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=2000, help="completions in the batch")
@@ -177,6 +198,10 @@ def main() -> None:
     pooled = results[f"pooled, {args.workers} worker(s)"]["verifications_per_s"]
     print(f"speed-up of the pool ({args.workers} workers) over one at a time: {pooled / base:.2f}x")
 
+    pathological = time_pathological_inputs(timeout=PATHOLOGICAL_TIMEOUT)
+    print(f"\npathological inputs, `math` with timeout={PATHOLOGICAL_TIMEOUT:g} s (target: at most timeout + 0.5 s):")
+    print(format_table(["input", "seconds", "score"], [[name, f"{t:.2f}", score] for name, (t, score) in pathological.items()]))
+
     for entry in results.values():
         entry.pop("verdicts")
     write_json(
@@ -191,6 +216,8 @@ def main() -> None:
             "fraction_correct": expected_right,
             "agreement_with_trl_accuracy_reward": agreement,
             "verdict_accuracy_vs_construction": accuracy,
+            "pathological_timeout_seconds": PATHOLOGICAL_TIMEOUT,
+            "pathological_seconds": {name: seconds for name, (seconds, _) in pathological.items()},
             "machine": machine_info(),
         },
     )
