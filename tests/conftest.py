@@ -21,6 +21,22 @@ def tiny_model_dir(tmp_path_factory) -> str:
     return str(save_tiny_model(tmp_path_factory.mktemp("tiny-model")))
 
 
+def tiny_training_settings(tmp_path, **overrides) -> dict:
+    """Arguments for a GRPOConfig-family config that trains the tiny model in seconds on CPU, offline."""
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        max_completion_length=8,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+    )
+    settings.update(overrides)
+    return settings
+
+
 def make_prompt_dataset(num_prompts: int = 16) -> Dataset:
     """Plain-text prompts, each with an integer `id` column the tests' rewards can key on."""
     return Dataset.from_dict(

@@ -14,28 +14,20 @@ from trl import GRPOConfig
 from trl_ext import DAPOConfig, DAPOTrainer
 from trl_ext.sampling import filter_rewards, informative_group_mask
 
-from conftest import make_prompt_dataset
+from conftest import make_prompt_dataset, tiny_training_settings
 
 GROUP = 4
 
 
 def small_config(tmp_path, **overrides) -> DAPOConfig:
-    settings = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=GROUP,
-        max_completion_length=8,
-        max_steps=3,
-        learning_rate=1e-3,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-    )
-    settings.update(overrides)
-    return DAPOConfig(**settings)
+    settings = {
+        "per_device_train_batch_size": 8,
+        "num_generations": GROUP,
+        "max_steps": 3,
+        "learning_rate": 1e-3,
+        **overrides,
+    }
+    return DAPOConfig(**tiny_training_settings(tmp_path, **settings))
 
 
 def prompt_id(text: str) -> int:

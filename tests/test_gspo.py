@@ -14,24 +14,12 @@ from trl import GRPOConfig, TrlParser
 
 from trl_ext.trainers.gspo import GSPOConfig, GSPOTrainer
 
-from conftest import make_prompt_dataset
+from conftest import make_prompt_dataset, tiny_training_settings
 
 
 def small_config(tmp_path, **overrides) -> GSPOConfig:
-    settings = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=8,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-    )
-    settings.update(overrides)
-    return GSPOConfig(**settings)
+    settings = {"per_device_train_batch_size": 4, "num_generations": 2, **overrides}
+    return GSPOConfig(**tiny_training_settings(tmp_path, **settings))
 
 
 def gspo_warnings(record) -> list[str]:

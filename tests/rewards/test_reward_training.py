@@ -17,6 +17,8 @@ from datasets import Dataset
 from trl_ext import DAPOConfig, DAPOTrainer
 from trl_ext.rewards import build_reward_funcs, call_reward
 
+from conftest import tiny_training_settings
+
 pytestmark = pytest.mark.slow
 
 RECIPE = r"""
@@ -69,21 +71,17 @@ def test_each_verifier_in_a_short_dapo_run(tiny_model_dir, tmp_path, conversatio
     reward_funcs, reward_weights = build_reward_funcs(yaml.safe_load(RECIPE)["reward_funcs"])
     dataset = make_dataset(8, conversational)
     config = DAPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=12,
-        max_steps=2,
-        learning_rate=1e-3,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        dynamic_sampling=False,  # random tiny-model rewards need not vary within groups
-        soft_overlong_punishment=False,  # the recipe adds `soft_overlong` itself
-        reward_weights=reward_weights,
+        **tiny_training_settings(
+            tmp_path,
+            per_device_train_batch_size=8,
+            num_generations=4,
+            max_completion_length=12,
+            max_steps=2,
+            learning_rate=1e-3,
+            dynamic_sampling=False,  # random tiny-model rewards need not vary within groups
+            soft_overlong_punishment=False,  # the test adds `soft_overlong` itself
+            reward_weights=reward_weights,
+        )
     )
     trainer = DAPOTrainer(model=tiny_model_dir, reward_funcs=reward_funcs, args=config, train_dataset=dataset)
     trainer.train()
