@@ -210,8 +210,8 @@ def test_adaptive_oversampling_reaches_about_one_round_per_step(tmp_path, tiny_m
 
 
 def test_exhausted_rounds_warn_log_a_metric_and_still_train(tmp_path, tiny_model_dir, caplog):
-    # Without the length punishment, every group of a constant reward has zero advantage.
-    config = small_config(tmp_path, max_steps=2, dynamic_sampling_max_rounds=2, soft_overlong_punishment=False)
+    # The overlong punishment (on by default) varies within groups, yet filler groups must not train.
+    config = small_config(tmp_path, max_steps=2, dynamic_sampling_max_rounds=2)
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
     batches = record_batches(trainer)
     hf_logging.enable_propagation()
@@ -269,23 +269,46 @@ def test_evaluation_is_never_filtered(tmp_path, tiny_model_dir):
     assert not any(key.startswith("eval_dynamic_sampling") for key in metrics)
 
 
-def test_checkpoint_and_resume(tmp_path, tiny_model_dir):
+def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
     dataset = make_prompt_dataset(32)
-    config = small_config(tmp_path, max_steps=2, save_strategy="steps", save_steps=1)
-    DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset).train()
-    checkpoint = tmp_path / "out" / "checkpoint-1"
-    assert (checkpoint / "trainer_state.json").exists()
 
-    resumed = DAPOTrainer(
-        tiny_model_dir,
-        reward_funcs=varied_reward_for_odd_ids,
-        args=small_config(tmp_path, max_steps=3, save_strategy="no"),
-        train_dataset=dataset,
-    )
+    def trainer_for(run, **overrides):
+        config = small_config(tmp_path / run, **{"max_steps": 3, **overrides})
+        return DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset)
+
+    uninterrupted = trainer_for("full")
+    full_batches = record_batches(uninterrupted)
+    uninterrupted.train()
+
+    interrupted = trainer_for("first", max_steps=1, save_strategy="steps", save_steps=1)
+    interrupted.train()
+    checkpoint = tmp_path / "first" / "out" / "checkpoint-1"
+    assert (checkpoint / "dynamic_sampling_state.json").exists()
+
+    resumed = trainer_for("first")
+    resumed_batches = record_batches(resumed)
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 3
-    logged_steps = [e["step"] for e in resumed.state.log_history if "dynamic_sampling/generation_rounds" in e]
-    assert logged_steps == [1, 2, 3]  # step 1 restored from the checkpoint, steps 2 and 3 trained after resuming
+    assert resumed._keep_rates[0].estimate() is not None
+    # Steps 2 and 3 use the same prompts as in the run that was never interrupted.
+    for full, again in zip(full_batches[1:], resumed_batches, strict=True):
+        assert sorted(batch_prompt_ids(resumed, again)) == sorted(batch_prompt_ids(uninterrupted, full))
+
+
+def test_generations_within_one_optimiser_step_draw_different_refill_prompts(tmp_path, tiny_model_dir):
+    config = small_config(tmp_path, max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1)
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=make_prompt_dataset(32)
+    )
+    keys = []
+    indices = trainer._refill_sampler.indices
+    trainer._refill_sampler.indices = lambda num, key, round_index: keys.append((key, round_index)) or indices(
+        num, key, round_index
+    )
+    trainer.train()
+    first_round_keys = [key for key, round_index in keys if round_index == 0]
+    # 2 steps x 2 generations; the first draws no extra prompts in its first round (no keep rate known yet).
+    assert len(first_round_keys) == 3 and len(set(first_round_keys)) == 3
 
 
 def test_a_users_own_overlong_punishment_is_not_added_twice(tmp_path, tiny_model_dir):

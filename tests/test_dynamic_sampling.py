@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from trl_ext.sampling import (
     KeepRateEstimator,
     RefillSampler,
-    complete_with_spare_groups,
     concat_selected_rows,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
     prompts_to_request,
+    spare_groups_to_fill,
 )
 from trl_ext.sampling.dynamic_sampling import _binomial_at_least
 
@@ -198,9 +198,7 @@ def test_concat_selected_rows_refuses_data_it_cannot_split():
         concat_selected_rows([round_a], [torch.tensor([0])], pad_token_id=0)
 
 
-def test_complete_with_spare_groups_fills_from_the_earliest_rounds():
-    kept = [torch.tensor([0]), torch.tensor([], dtype=torch.long), torch.tensor([2])]
+def test_spare_groups_fill_the_shortfall_from_the_earliest_rounds():
     spare = [torch.tensor([1, 3]), torch.tensor([0, 1]), torch.tensor([0])]
-    completed = complete_with_spare_groups(kept, spare, shortfall=3)
-    assert [groups.tolist() for groups in completed] == [[0, 1, 3], [0], [2]]
-    assert [g.tolist() for g in complete_with_spare_groups(kept, spare, shortfall=0)] == [[0], [], [2]]
+    assert [groups.tolist() for groups in spare_groups_to_fill(spare, shortfall=3)] == [[1, 3], [0], []]
+    assert [groups.tolist() for groups in spare_groups_to_fill(spare, shortfall=0)] == [[], [], []]

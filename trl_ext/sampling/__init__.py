@@ -3,21 +3,21 @@
 from .batch import concat_selected_rows
 from .dynamic_sampling import (
     KeepRateEstimator,
-    complete_with_spare_groups,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
     prompts_to_request,
+    spare_groups_to_fill,
 )
 from .refill import RefillSampler
 
 __all__ = [
     "KeepRateEstimator",
     "RefillSampler",
-    "complete_with_spare_groups",
     "concat_selected_rows",
     "filter_rewards",
     "groups_to_keep",
     "informative_group_mask",
     "prompts_to_request",
+    "spare_groups_to_fill",
 ]

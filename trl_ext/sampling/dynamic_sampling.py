@@ -3,7 +3,7 @@
 A prompt group whose G completions all get the same verifier outcome has all-zero advantages and gives no
 gradient. Dynamic sampling drops such groups and generates for fresh prompts until the batch holds only
 informative groups. These functions decide which groups to keep and how many prompts to request; the trainer
-only wires them in (see `trl_ext.trainers.dapo`).
+only wires them in (see `trl_ext.trainers.dapo_trainer`).
 """
 
 from __future__ import annotations
@@ -64,25 +64,22 @@ def groups_to_keep(informative: torch.Tensor, needed: int) -> torch.Tensor:
     return informative.nonzero(as_tuple=True)[0][: max(needed, 0)]
 
 
-def complete_with_spare_groups(
-    kept_groups: list[torch.Tensor], spare_groups: list[torch.Tensor], shortfall: int
-) -> list[torch.Tensor]:
-    """Add uninformative groups, earliest rounds first, when the rounds ran out before the batch was full.
+def spare_groups_to_fill(spare_groups: list[torch.Tensor], shortfall: int) -> list[torch.Tensor]:
+    """Uninformative groups that complete the batch when the rounds ran out, earliest rounds first.
 
     Args:
-        kept_groups: for each round, `(k,)` indices of the groups kept from it.
-        spare_groups: for each round, `(s,)` indices of its uninformative groups.
+        spare_groups: for each round, `(s,)` indices of the uninformative groups held from it.
         shortfall: how many groups the batch still lacks.
 
     Returns:
-        For each round, the kept groups followed by the spare ones that complete the batch.
+        For each round, the `(f,)` indices of its spare groups that go into the batch.
     """
-    completed = []
-    for kept, spare in zip(kept_groups, spare_groups, strict=True):
-        filling = spare[: max(shortfall, 0)]
-        shortfall -= len(filling)
-        completed.append(torch.cat([kept, filling]))
-    return completed
+    filling = []
+    for spare in spare_groups:
+        chosen = spare[: max(shortfall, 0)]
+        shortfall -= len(chosen)
+        filling.append(chosen)
+    return filling
 
 
 def _binomial_at_least(successes: int, trials: int, probability: float) -> float:
@@ -147,6 +144,14 @@ class KeepRateEstimator:
     def update(self, informative_groups: int, groups: int) -> None:
         if groups > 0:
             self._rounds.append((informative_groups, groups))
+
+    def state_dict(self) -> list[list[int]]:
+        """The window, `[informative_groups, groups]` per round, for a checkpoint."""
+        return [list(counts) for counts in self._rounds]
+
+    def load_state_dict(self, window: list[list[int]]) -> None:
+        self._rounds.clear()
+        self._rounds.extend((int(informative), int(groups)) for informative, groups in window)
 
     def estimate(self) -> float | None:
         """The pooled keep rate, or None before any round was seen."""

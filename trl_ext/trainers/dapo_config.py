@@ -38,8 +38,8 @@ class DAPOConfig(GRPOConfig):
             Most generation rounds per batch (the first round included) before giving up on filling it.
         dynamic_sampling_on_exhausted (`str`, *optional*, defaults to `"warn"`):
             What happens when the rounds run out with too few informative groups: `"warn"` logs a warning, sets the
-            metric `dynamic_sampling/rounds_exhausted` and completes the batch with uninformative groups (their
-            advantage is zero, so they add no gradient); `"raise"` stops training with an error.
+            metric `dynamic_sampling/rounds_exhausted` and completes the batch with uninformative groups whose
+            advantage is set to zero (they add no gradient); `"raise"` stops training with an error.
         dynamic_sampling_confidence (`float`, *optional*, defaults to `0.95`):
             Adaptive over-sampling: each round requests enough prompts to fill the batch on every process with this
             probability, given the keep rate estimated from recent rounds. Higher means fewer rounds and more

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
+import os
 from typing import Any
 
 import torch
 from datasets import IterableDataset
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOTrainer
 
@@ -15,16 +18,19 @@ from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     KeepRateEstimator,
     RefillSampler,
-    complete_with_spare_groups,
     concat_selected_rows,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
     prompts_to_request,
+    spare_groups_to_fill,
 )
 from .dapo_config import DAPOConfig
 
 logger = logging.get_logger(__name__)
+
+# Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
+DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
 
 # The name of TRL's `get_soft_overlong_punishment` reward.
 _TRL_OVERLONG_REWARD_NAME = "soft_overlong_punishment_reward"
@@ -93,7 +99,7 @@ class DAPOTrainer(GRPOTrainer):
         arguments["args"] = config
         super().__init__(**arguments)
 
-        if self.args.dynamic_sampling:
+        if self.args.dynamic_sampling and self.train_dataset is not None:
             self._setup_dynamic_sampling()
 
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
@@ -139,6 +145,26 @@ class DAPOTrainer(GRPOTrainer):
             )
         return used, self.reward_weights
 
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if hasattr(self, "_keep_rates") and self.args.should_save:
+            checkpoint = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
+            state = {"keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates]}
+            with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
+                json.dump(state, file)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE) if checkpoint else None
+        if hasattr(self, "_keep_rates") and path and os.path.exists(path):
+            with open(path) as file:
+                windows = json.load(file)["keep_rate_windows"]
+            if len(windows) == len(self._keep_rates):  # else the run was resumed on another process count
+                for estimator, window in zip(self._keep_rates, windows, strict=True):
+                    estimator.load_state_dict(window)
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # Keep the gathered rewards of the last round: the filter decides from them.
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -161,18 +187,19 @@ class DAPOTrainer(GRPOTrainer):
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         groups_needed = len(inputs) // group_size
         max_prompts = max(groups_needed, int(groups_needed * self.args.dynamic_sampling_max_oversampling))
-        step = self.state.global_step
+        draw_key = self._refill_draw_key()
 
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)
-        outputs, kept_groups, spare_groups = [], [], []
+        # Per round, only the rows the batch may still use: its kept groups, then spare uninformative ones.
+        rounds, kept_counts, spare_counts = [], [], []
         groups_sampled = informative_sampled = 0
 
         extra = self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
-        round_inputs = inputs + self._refill_inputs(extra, step, round_index=0)
+        round_inputs = inputs + self._refill_inputs(extra, draw_key, round_index=0)
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index > 0:
                 num_prompts = self._prompts_for(groups_needed - kept_per_process, max_prompts)
-                round_inputs = self._refill_inputs(num_prompts, step, round_index)
+                round_inputs = self._refill_inputs(num_prompts, draw_key, round_index)
             output = super()._generate_and_score_completions(round_inputs)
 
             rewards = filter_rewards(self._last_rewards_per_func, self._filter_weights, self._filter_mask)
@@ -182,9 +209,12 @@ class DAPOTrainer(GRPOTrainer):
             groups_sampled += informative.numel()
             informative_sampled += int(informative.sum())
 
-            outputs.append(output)
-            kept_groups.append(groups_to_keep(informative[rank], groups_needed - int(kept_per_process[rank])))
-            spare_groups.append((~informative[rank]).nonzero(as_tuple=True)[0])
+            kept = groups_to_keep(informative[rank], groups_needed - int(kept_per_process[rank]))
+            room = groups_needed - int(kept_per_process[rank]) - len(kept) - sum(spare_counts)
+            spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
+            rounds.append(_select_groups(output, torch.cat([kept, spare]), group_size, self._tokenizer.pad_token_id))
+            kept_counts.append(len(kept))
+            spare_counts.append(len(spare))
             kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
             if bool((kept_per_process >= groups_needed).all()):
                 exhausted = False
@@ -192,17 +222,23 @@ class DAPOTrainer(GRPOTrainer):
         else:
             exhausted = True
             self._on_rounds_exhausted(int(kept_per_process.min()), groups_needed)
-            shortfall = groups_needed - int(kept_per_process[rank])
-            kept_groups = complete_with_spare_groups(kept_groups, spare_groups, shortfall)
 
-        rows = [_group_rows(groups, group_size) for groups in kept_groups]
-        batch = concat_selected_rows(outputs, rows, pad_token_id=self._tokenizer.pad_token_id)
+        spare_groups = [torch.arange(kept, kept + spare) for kept, spare in zip(kept_counts, spare_counts)]
+        shortfall = groups_needed - sum(kept_counts)
+        filling = spare_groups_to_fill(spare_groups, shortfall) if exhausted else [s[:0] for s in spare_groups]
+        rows = []
+        for output, kept, filler in zip(rounds, kept_counts, filling, strict=True):
+            # Filler groups train on nothing: their advantage could still be non-zero through rewards outside
+            # the filter (e.g. the overlong punishment), so zero it.
+            output["advantages"][_group_rows(filler, group_size)] = 0.0
+            rows.append(_group_rows(torch.cat([torch.arange(kept), filler]), group_size))
+        batch = concat_selected_rows(rounds, rows, pad_token_id=self._tokenizer.pad_token_id)
         # The token-level loss divides by the number of loss tokens in the batch: count the kept rows only.
         loss_mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
         batch["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
 
         metrics = self._metrics["train"]
-        metrics["dynamic_sampling/generation_rounds"].append(float(len(outputs)))
+        metrics["dynamic_sampling/generation_rounds"].append(float(len(rounds)))
         metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
         metrics["dynamic_sampling/groups_kept_fraction"].append(groups_needed * num_processes / groups_sampled)
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
@@ -229,9 +265,15 @@ class DAPOTrainer(GRPOTrainer):
             )
         return max(requests)
 
-    def _refill_inputs(self, num_prompts: int, step: int, round_index: int) -> list[dict[str, Any]]:
+    def _refill_draw_key(self) -> int:
+        """Identifies this generation batch: unique even when several are generated within one optimiser step
+        (`steps_per_generation < gradient_accumulation_steps`), and the same after resuming from a checkpoint."""
+        accumulation = self.args.gradient_accumulation_steps
+        return self.state.global_step * accumulation + self._step % accumulation
+
+    def _refill_inputs(self, num_prompts: int, draw_key: int, round_index: int) -> list[dict[str, Any]]:
         """`num_prompts` fresh training rows for this process, each repeated once per generation."""
-        indices = self._refill_sampler.indices(num_prompts, step, round_index) if num_prompts > 0 else []
+        indices = self._refill_sampler.indices(num_prompts, draw_key, round_index) if num_prompts > 0 else []
         rows = [self.train_dataset[index] for index in indices]
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
@@ -255,6 +297,11 @@ class DAPOTrainer(GRPOTrainer):
 
 
 _GRPO_INIT_SIGNATURE = inspect.signature(GRPOTrainer.__init__)
+
+
+def _select_groups(output: dict[str, Any], groups: torch.Tensor, group_size: int, pad_token_id: int) -> dict:
+    """The rows of `groups` in one round's output (dropping the rest frees their memory right away)."""
+    return concat_selected_rows([output], [_group_rows(groups, group_size)], pad_token_id=pad_token_id)
 
 
 def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
