@@ -39,6 +39,8 @@ def test_two_processes_with_different_keep_rates_stay_in_step(tmp_path, tiny_mod
     assert all(i % 4 == 0 for ids in ranks[1]["batch_ids"] for i in ids)
     rounds = [entry["dynamic_sampling/generation_rounds"] for entry in ranks[0]["log_history"] if "dynamic_sampling/generation_rounds" in entry]
     assert len(rounds) == 4 and rounds[0] >= 2  # process 1 needed more rounds, and process 0 ran them too
+    assert ranks[0]["scored_rows"] == ranks[1]["scored_rows"]  # same rounds, same prompts per round
+    assert len(ranks[0]["scored_rows"]) > 4  # refill rounds happened
     decisions = [
         [{k: v for k, v in entry.items() if k.startswith("dynamic_sampling/")} for entry in result["log_history"]]
         for result in ranks

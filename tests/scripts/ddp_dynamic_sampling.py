@@ -57,13 +57,26 @@ def recording(inputs):
     return batch
 
 
+# Rows this process scored in each generation round: every process must run the same rounds with the same
+# number of prompts, whatever its own keep rate (scoring gathers across processes).
+scored_rows = []
+calculate_rewards = trainer._calculate_rewards
+
+
+def counting(inputs, prompts, completions, completion_ids_list):
+    scored_rows.append(len(prompts))
+    return calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+
 trainer._generate_and_score_completions = recording
+trainer._calculate_rewards = counting
 trainer.train()
 (output_dir / f"rank{rank}.json").write_text(
     json.dumps(
         {
             "batch_sizes": batch_sizes,
             "batch_ids": batch_ids,
+            "scored_rows": scored_rows,
             "log_history": trainer.state.log_history,
             "invalid_batch_error": invalid_batch_error,
         }

@@ -25,7 +25,10 @@ def soft_overlong_penalty(length: int, max_length: int, buffer_length: int) -> f
 class SoftOverlongPunishment:
     """Reward function adding DAPO's soft overlong punishment, computed from completion token counts.
 
-    A picklable callable with TRL's reward signature; `__name__` names its metric (`rewards/<name>/mean`).
+    A picklable callable with TRL's reward signature; `__name__` names its metric (`rewards/<name>/mean`). It
+    scores as TRL's `get_soft_overlong_punishment` does (a test pins that), but is built on the pure function
+    above, which the registry's `soft_overlong` shares, and has a name of its own so that `DAPOTrainer` can tell
+    its built-in punishment apart from the user's rewards.
     """
 
     __name__ = "soft_overlong_punishment"
