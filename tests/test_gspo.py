@@ -164,3 +164,15 @@ def test_trains_with_off_policy_updates(tiny_model_dir, tmp_path, level):
     for value in logged(trainer, "gspo/clip_ratio/low") + logged(trainer, "gspo/clip_ratio/high"):
         assert 0.0 <= value <= 1.0
     assert all(torch.isfinite(torch.tensor(logged(trainer, "loss"))))
+
+
+def test_a_reward_reading_a_missing_column_fails_before_training(tmp_path, tiny_model_dir):
+    from trl_ext.rewards import get_reward
+
+    with pytest.raises(ValueError, match="'solution'"):
+        GSPOTrainer(
+            tiny_model_dir,
+            reward_funcs=get_reward("math"),
+            args=small_config(tmp_path),
+            train_dataset=make_prompt_dataset(),
+        )

@@ -18,6 +18,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import get_config_model_id, nanmax, nanmin
 
 from ..objectives import gspo_token_old_logps, sequence_clip_fractions, sequence_log_ratio
+from ..rewards import check_reward_columns
 
 # The paper splits each rollout batch into 4 mini-batches, one optimiser update each.
 PAPER_UPDATES_PER_ROLLOUT = 4
@@ -216,6 +217,8 @@ class GSPOTrainer(GRPOTrainer):
         # Inputs of the `_compute_loss` call in progress, read by the policy forward it makes first.
         self._loss_inputs: dict | None = None
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
+        if getattr(self.train_dataset, "column_names", None):  # a reward's missing column fails before training
+            check_reward_columns(self.reward_funcs, self.train_dataset.column_names)
         if args.importance_sampling_level == "sequence_token":
             # TRL computes the token-level ratio; the re-based old log-probabilities make it GSPO-token's.
             self.importance_sampling_level = "token"
