@@ -332,3 +332,10 @@ def test_a_reward_reading_a_missing_column_fails_before_training(tmp_path, tiny_
         DAPOTrainer(
             tiny_model_dir, reward_funcs=get_reward("math"), args=small_config(tmp_path), train_dataset=make_prompt_dataset()
         )
+
+
+def test_filler_groups_do_not_count_as_kept(tmp_path, tiny_model_dir):
+    config = small_config(tmp_path, max_steps=1, dynamic_sampling_max_rounds=2)
+    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer.train()
+    assert metric_history(trainer, "dynamic_sampling/groups_kept_fraction") == [0.0]

@@ -240,7 +240,8 @@ class DAPOTrainer(GRPOTrainer):
         metrics = self._metrics["train"]
         metrics["dynamic_sampling/generation_rounds"].append(float(len(rounds)))
         metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
-        metrics["dynamic_sampling/groups_kept_fraction"].append(groups_needed * num_processes / groups_sampled)
+        # Informative groups that made it into the batch (fillers excluded), over all groups generated for.
+        metrics["dynamic_sampling/groups_kept_fraction"].append(int(kept_per_process.sum()) / groups_sampled)
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
         return batch
