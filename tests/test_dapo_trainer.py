@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from datasets import Dataset, IterableDataset
+from datasets import IterableDataset
 from transformers.utils import logging as hf_logging
 from trl import GRPOConfig
 

@@ -13,7 +13,6 @@ import shutil
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from datasets import Dataset
@@ -26,7 +25,7 @@ from trl_ext.rewards.code import (
     outputs_match,
     parse_tests,
 )
-from trl_ext.rewards.sandbox import RUN_ID_VARIABLE
+from test_sandbox import leftover_processes
 
 MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
 TIMEOUT = 1.0
@@ -41,19 +40,6 @@ SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5", "output": "10
 
 def fenced(code: str) -> str:
     return f"Here is my solution.\n```python\n{code}```\nIt adds the numbers."
-
-
-def leftover_processes(run_id: str) -> list[int]:
-    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker in Path("/proc", entry, "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.fixture(scope="module")
