@@ -21,7 +21,6 @@ Each part writes its JSON (and the sample-efficiency plot) under `--out-dir` and
 from __future__ import annotations
 
 import argparse
-import random
 import tempfile
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from _common import MODEL_SHAPES, check_device, save_model, set_cpu_threads
 
 from trl_ext.evaluation import evaluate_pass_at_k
 from trl_ext.rewards import get_reward
-from trl_ext.tasks import load_raw_dataset
+from trl_ext.tasks import load_raw_dataset, supervised_batches
 
 PARTS = ("overhead", "sample_efficiency", "memory")
 
@@ -49,25 +48,12 @@ def supervised_warm_start(model_dir: Path, device: str, steps: int, batch_size: 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device)
     task = load_raw_dataset(sample_efficiency.DEFAULT_TASK)
-    examples = [
-        (tokenizer(prompt)["input_ids"], tokenizer(solution)["input_ids"] + [tokenizer.eos_token_id])
-        for prompt, solution in zip(task["train"]["prompt"], task["train"]["solution"])
-    ]
+    batches = supervised_batches(tokenizer, task["train"]["prompt"], task["train"]["solution"], batch_size, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
-    rng = random.Random(seed)
     model.train()
     started = time.perf_counter()
     for step in range(1, steps + 1):
-        batch = rng.sample(examples, batch_size)
-        width = max(len(prompt) + len(answer) for prompt, answer in batch)
-        input_ids = torch.full((batch_size, width), tokenizer.pad_token_id)
-        attention_mask = torch.zeros((batch_size, width), dtype=torch.long)
-        labels = torch.full((batch_size, width), -100)
-        for row, (prompt, answer) in enumerate(batch):
-            sequence = prompt + answer
-            input_ids[row, : len(sequence)] = torch.tensor(sequence)
-            attention_mask[row, : len(sequence)] = 1
-            labels[row, len(prompt) : len(sequence)] = torch.tensor(answer)
+        input_ids, attention_mask, labels = next(batches)
         loss = model(
             input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), labels=labels.to(device)
         ).loss

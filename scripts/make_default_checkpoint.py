@@ -13,7 +13,6 @@ same weights on the same software versions.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 from pathlib import Path
 
@@ -21,29 +20,8 @@ import torch
 
 from trl_ext.evaluation import evaluate_pass_at_k
 from trl_ext.rewards import get_reward
-from trl_ext.tasks import BUILTIN_MODELS, make_arithmetic_dataset
+from trl_ext.tasks import BUILTIN_MODELS, make_arithmetic_dataset, supervised_batches
 from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm
-
-
-def supervised_batches(tokenizer, prompts, solutions, batch_size, seed):
-    """Endless shuffled batches of `prompt + solution + EOS`, with the loss on the solution and EOS only."""
-    examples = [
-        (tokenizer(prompt)["input_ids"], tokenizer(solution)["input_ids"] + [tokenizer.eos_token_id])
-        for prompt, solution in zip(prompts, solutions, strict=True)
-    ]
-    rng = random.Random(seed)
-    while True:
-        batch = rng.sample(examples, batch_size)
-        length = max(len(prompt) + len(answer) for prompt, answer in batch)
-        input_ids = torch.full((batch_size, length), tokenizer.pad_token_id)
-        attention_mask = torch.zeros((batch_size, length), dtype=torch.long)
-        labels = torch.full((batch_size, length), -100)
-        for row, (prompt, answer) in enumerate(batch):
-            sequence = prompt + answer
-            input_ids[row, : len(sequence)] = torch.tensor(sequence)
-            attention_mask[row, : len(sequence)] = 1
-            labels[row, len(prompt) : len(sequence)] = torch.tensor(answer)
-        yield input_ids, attention_mask, labels
 
 
 def main() -> None:

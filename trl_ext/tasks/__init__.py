@@ -10,6 +10,7 @@ from .loading import (
     prepare_prompts,
     resolve_model_path,
 )
+from .warm_start import supervised_batches
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -22,4 +23,5 @@ __all__ = [
     "make_arithmetic_dataset",
     "prepare_prompts",
     "resolve_model_path",
+    "supervised_batches",
 ]
