@@ -32,6 +32,9 @@ class SoftOverlongPunishment:
     """
 
     __name__ = "soft_overlong_punishment"
+    # Shapes the reward, never judges an answer: trainers keep it out of the informativeness filter and never let
+    # it turn a completion that no verifier could judge into a scored one.
+    shaping = True
 
     def __init__(self, max_length: int, buffer_length: int):
         soft_overlong_penalty(0, max_length, buffer_length)  # validate the arguments now, not mid-run

@@ -50,6 +50,8 @@ class RepetitionPenalty(Reward):
         unit: "words" (whitespace-separated, lower-cased) or "tokens" (the completion's token ids).
     """
 
+    shaping = True  # a penalty added to a verifier's reward, never a judge of the answer
+
     def __init__(self, ngram_size: int = 3, max_penalty: float = -1.0, unit: Literal["words", "tokens"] = "words"):
         repetition_penalty([], ngram_size, max_penalty)  # validate now, not mid-run
         if unit not in ("words", "tokens"):

@@ -149,6 +149,20 @@ class KeepRateEstimator:
         """The window, `[informative_groups, groups]` per round, for a checkpoint."""
         return [list(counts) for counts in self._rounds]
 
+    @staticmethod
+    def pooled_state(windows: list[list[list[int]]]) -> list[list[int]]:
+        """One window pooling the windows of several processes, round by round (most recent rounds aligned).
+
+        Used when a run resumes on another number of processes: every new process starts from the pooled rate.
+        """
+        depth = max((len(window) for window in windows), default=0)
+        pooled = [[0, 0] for _ in range(depth)]
+        for window in windows:
+            for offset, (informative, groups) in enumerate(window):
+                pooled[depth - len(window) + offset][0] += int(informative)
+                pooled[depth - len(window) + offset][1] += int(groups)
+        return pooled
+
     def load_state_dict(self, window: list[list[int]]) -> None:
         self._rounds.clear()
         self._rounds.extend((int(informative), int(groups)) for informative, groups in window)

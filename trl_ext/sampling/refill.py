@@ -2,33 +2,74 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+
 import torch
 
 
-class RefillSampler:
-    """Draws extra training prompts, sharded across processes like TRL's `RepeatSampler`.
+def prompt_key(prompt) -> int:
+    """A stable 64-bit key of a prompt (a string, or conversational messages), to recognise it in the dataset."""
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
-    Every process computes the same global permutation (from the seed, the generation batch and the round), then
-    takes its own contiguous slice, so the processes never draw the same prompt within a round. The draw is a pure
-    function of `(seed, batch_key, round)`: nothing needs saving in a checkpoint for it.
+
+def prompt_index(prompts: Iterable) -> dict[int, int]:
+    """Prompt key -> the first dataset index holding that prompt."""
+    index: dict[int, int] = {}
+    for position, prompt in enumerate(prompts):
+        index.setdefault(prompt_key(prompt), position)
+    return index
+
+
+class RefillSampler:
+    """Draws extra training prompts for one generation batch, sharded across processes like TRL's `RepeatSampler`.
+
+    Within a generation batch the draws come from one global order of the dataset that leaves out the batch's own
+    prompts: every round takes the next prompts of that order, so no prompt is drawn twice in the batch and none
+    that the batch already holds, and the processes never draw the same prompt (each takes its own contiguous
+    slice of the round's draw). With `shuffle=True` the order is a permutation seeded by `(seed, batch_key)`; with
+    `shuffle=False` (TRL's `shuffle_dataset=False`, e.g. a curriculum) it is dataset order, starting after the
+    batch's last prompt. Only when the order is used up (a dataset too small) does a new pass start, and prompts
+    repeat. Everything is a pure function of `(seed, batch_key, batch prompts)`: nothing needs saving for resume.
     """
 
-    def __init__(self, dataset_size: int, seed: int, num_processes: int, process_index: int):
+    def __init__(self, dataset_size: int, seed: int, num_processes: int, process_index: int, shuffle: bool = True):
         if dataset_size < 1:
             raise ValueError("Dynamic sampling needs a non-empty training dataset to draw extra prompts from.")
         self.dataset_size = dataset_size
         self.seed = seed
         self.num_processes = num_processes
         self.process_index = process_index
+        self.shuffle = shuffle
 
-    def indices(self, num_prompts: int, batch_key: int, round_index: int) -> list[int]:
-        """Dataset indices of `num_prompts` prompts for this process (repeats only if the dataset is too small).
+    def order(self, batch_key: int, batch_indices: Sequence[int], passes: int) -> list[int]:
+        """The global draw order for a generation batch, at least `passes` passes over the dataset long."""
+        held = set(batch_indices)
+        order: list[int] = []
+        for repeat in range(passes):
+            if self.shuffle:
+                generator = torch.Generator().manual_seed(hash((self.seed, batch_key, repeat)) % (2**63))
+                one_pass = torch.randperm(self.dataset_size, generator=generator).tolist()
+            else:
+                start = (max(batch_indices) + 1) % self.dataset_size if batch_indices else 0
+                one_pass = [(start + offset) % self.dataset_size for offset in range(self.dataset_size)]
+            order.extend(one_pass if repeat else [index for index in one_pass if index not in held])
+        return order
 
-        `batch_key` identifies the generation batch (the trainer passes one per generation, unique in a run).
+    def draw(self, batch_key: int, batch_indices: Sequence[int], drawn: int, num_prompts: int) -> list[int]:
+        """Dataset indices of this process's `num_prompts` prompts for the next round.
+
+        Args:
+            batch_key: identifies the generation batch (unique in a run, the same after resuming).
+            batch_indices: dataset indices of the prompts the batch already holds, on every process.
+            drawn: prompts already drawn for this batch's earlier rounds, over all processes.
+            num_prompts: prompts this round needs on each process.
         """
-        generator = torch.Generator().manual_seed(hash((self.seed, batch_key, round_index)) % (2**63))
-        total = num_prompts * self.num_processes
-        repeats = -(-total // self.dataset_size)
-        permutation = torch.cat([torch.randperm(self.dataset_size, generator=generator) for _ in range(repeats)])
-        start = self.process_index * num_prompts
-        return permutation[start : start + num_prompts].tolist()
+        needed = drawn + num_prompts * self.num_processes
+        passes = 1
+        while len(order := self.order(batch_key, batch_indices, passes)) < needed:
+            passes += -(-(needed - len(order)) // self.dataset_size)
+        start = drawn + self.process_index * num_prompts
+        return order[start : start + num_prompts]

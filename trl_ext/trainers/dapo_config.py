@@ -160,6 +160,18 @@ class DAPOConfig(GRPOConfig):
     def _validate_overlong_shaping(self):
         if not self.soft_overlong_punishment:
             return
+        if self.max_completion_length is None:
+            raise ValueError(
+                "soft_overlong_punishment=True punishes completions near max_completion_length, which is None. Set "
+                "max_completion_length (DAPO's L_max, in tokens), or set soft_overlong_punishment=False."
+            )
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError(
+                "multi_objective_aggregation='normalize_then_sum' normalises every reward within its group, which "
+                "scales the soft overlong punishment (a small length penalty) up to the size of the accuracy reward "
+                "and can erase the learning signal. Use multi_objective_aggregation='sum_then_normalize' (DAPO's: "
+                "the punishment is added to the reward), or set soft_overlong_punishment=False."
+            )
         if self.overlong_buffer_length is None:
             self.overlong_buffer_length = max(1, round(0.2 * self.max_completion_length))
         if not 0 < self.overlong_buffer_length <= self.max_completion_length:

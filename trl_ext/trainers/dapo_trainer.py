@@ -6,10 +6,13 @@ import copy
 import inspect
 import json
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from accelerate.utils import gather_object
 from datasets import IterableDataset
+from torch import nn
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOTrainer
@@ -18,29 +21,42 @@ from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     KeepRateEstimator,
     RefillSampler,
-    concat_selected_rows,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
+    prompt_index,
+    prompt_key,
     prompts_to_request,
     spare_groups_to_fill,
 )
 from .dapo_config import DAPOConfig
+from .scoring import (
+    TRL_CONTINUOUS_REWARD_NAMES,
+    is_shaping_reward,
+    mark_unjudged_completions,
+    merge_generation_metrics,
+)
 
 logger = logging.get_logger(__name__)
 
 # Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
 DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
 
-# The name of TRL's `get_soft_overlong_punishment` reward.
-_TRL_OVERLONG_REWARD_NAME = "soft_overlong_punishment_reward"
+# Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
+ALWAYS_INFORMATIVE_BATCHES = 20
 
 
-def _is_overlong_punishment(reward_func) -> bool:
-    """Whether a reward function is a soft overlong punishment (ours or TRL's): it never decides informativeness."""
-    return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
-        _TRL_OVERLONG_REWARD_NAME
-    )
+@dataclass
+class _Round:
+    """What one generation round contributes to the batch: its rows for the groups this process may use."""
+
+    inputs: list[dict[str, Any]]
+    prompts: list
+    generation: tuple  # TRL's `_generate` output, restricted to `rows`
+    rewards: torch.Tensor  # (len(rows), F) local rewards of those rows
+    kept: int  # informative groups kept (they come first)
+    spare: int  # uninformative groups held after them, in case the rounds run out
+    extra_logs: dict[str, list] = field(default_factory=dict)
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -50,16 +66,20 @@ class DAPOTrainer(GRPOTrainer):
     names (`GRPOTrainer` -> `DAPOTrainer`, `GRPOConfig` -> `DAPOConfig`) and the script trains with DAPO. On top of
     TRL's clip-higher and token-level loss, it adds:
 
-    - **dynamic sampling**: after generation and scoring, prompt groups whose filter reward has zero variance are
-      dropped and fresh prompts are generated until the batch holds only informative groups. Every process takes
-      the same decisions from gathered rewards and runs the same number of rounds. The number of prompts per round
-      adapts to the keep rate of recent rounds, so a typical step needs one round;
-    - **soft overlong punishment**, added as the reward function `soft_overlong_punishment`.
+    - **dynamic sampling**: generated completions are scored first; prompt groups whose filter reward has zero
+      variance are dropped and fresh prompts are generated until the batch holds only informative groups. Only then
+      does TRL run its log-probability forwards (old policy, reference model) and compute advantages, on the kept
+      rows alone. Every process takes the same decisions from gathered rewards and runs the same number of rounds.
+      The number of prompts per round adapts to the keep rate of recent rounds, so a typical step needs one round;
+    - **soft overlong punishment**, added as the reward function `soft_overlong_punishment`;
+    - **"cannot judge" stays unscorable**: a completion that every judging reward scored `None` is left out of the
+      advantages, whatever shaping rewards (length, repetition) add to it.
 
-    Metrics, per generation batch: `dynamic_sampling/generation_rounds`, `dynamic_sampling/prompts_sampled`,
+    Metrics: TRL's `reward`, `reward_std`, `rewards/*` and `frac_reward_zero_std` describe the trained batch;
+    `completions/*` describe every generated completion, weighted by sample. Per generation batch:
+    `dynamic_sampling/generation_rounds`, `dynamic_sampling/prompts_sampled`, `dynamic_sampling/tokens_generated`,
     `dynamic_sampling/groups_kept_fraction`, `dynamic_sampling/zero_std_fraction` (before filtering) and
-    `dynamic_sampling/rounds_exhausted`. TRL's own reward and completion metrics describe every generated sample,
-    kept or not.
+    `dynamic_sampling/rounds_exhausted`.
     """
 
     _tag_names = ["trl", "dapo", "trl-ext"]
@@ -86,8 +106,9 @@ class DAPOTrainer(GRPOTrainer):
         train_dataset = arguments["train_dataset"]
         if getattr(train_dataset, "column_names", None):
             check_reward_columns(reward_funcs, train_dataset.column_names)
-        if config.soft_overlong_punishment:
-            if any(_is_overlong_punishment(func) for func in reward_funcs):
+        # Without a reward function TRL refuses to train ("No reward source"): never hide that behind the penalty.
+        if config.soft_overlong_punishment and reward_funcs:
+            if any(_is_overlong(func) for func in reward_funcs):
                 logger.warning(
                     "The reward functions already include a soft overlong punishment, so DAPOTrainer does not add "
                     "its own (soft_overlong_punishment=True) a second time. Remove one of the two to silence this."
@@ -99,31 +120,41 @@ class DAPOTrainer(GRPOTrainer):
         arguments["args"] = config
         super().__init__(**arguments)
 
+        self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
+        self._assembled_rewards: torch.Tensor | None = None
+        self._dynamic_sampling_inputs: list[dict[str, Any]] | None = None
         if self.args.dynamic_sampling and self.train_dataset is not None:
             self._setup_dynamic_sampling()
 
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
 
+    # ------------------------------------------------------------------------------------------------ set-up
+
     def _setup_dynamic_sampling(self):
-        if isinstance(self.train_dataset, IterableDataset):
-            raise ValueError(
-                "Dynamic sampling draws extra prompts by index, which an IterableDataset does not allow. Pass a "
-                "map-style `datasets.Dataset` as train_dataset, or set `dynamic_sampling=False` in DAPOConfig."
-            )
-        if self._is_vlm:
-            raise ValueError(
-                "Dynamic sampling does not support vision-language models yet. Set `dynamic_sampling=False` in "
-                "DAPOConfig."
-            )
+        refusals = {
+            "an IterableDataset as train_dataset (refill prompts are drawn by index; pass a map-style "
+            "`datasets.Dataset`)": isinstance(self.train_dataset, IterableDataset),
+            "vision-language models": self._is_vlm,
+            "`environment_factory` (environments are reset per dataset row)": self.environment_factories is not None,
+            "`rollout_func` (its extra fields are merged per generated batch)": self.rollout_func is not None,
+        }
+        for what, refused in refusals.items():
+            if refused:
+                raise ValueError(
+                    f"Dynamic sampling does not support {what}. Set `dynamic_sampling=False` in DAPOConfig to train "
+                    "without it."
+                )
         self._filter_mask, self._filter_weights = self._resolve_filter_reward()
         self._refill_sampler = RefillSampler(
             dataset_size=len(self.train_dataset),
             seed=self.args.seed,
             num_processes=self.accelerator.num_processes,
             process_index=self.accelerator.process_index,
+            shuffle=self.args.shuffle_dataset,
         )
+        self._prompt_indices = prompt_index(self.train_dataset["prompt"])
         self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
-        self._last_rewards_per_func: torch.Tensor | None = None
+        self._always_informative_batches = 0
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Which reward functions decide informativeness, and with what weights."""
@@ -137,13 +168,27 @@ class DAPOTrainer(GRPOTrainer):
                 )
             used = torch.tensor([name == wanted for name in names])
             return used, torch.ones(len(names))
-        used = torch.tensor([not _is_overlong_punishment(func) for func in self.reward_funcs])
+        used = self._judging.clone()
         if not used.any():
             raise ValueError(
-                "Dynamic sampling needs a reward that judges answers, but the only reward functions are overlong "
+                "Dynamic sampling needs a reward that judges answers, but the only reward functions are shaping "
                 f"penalties ({names}). Add a verifier reward, or set `dynamic_sampling=False` in DAPOConfig."
             )
+        continuous = [
+            name
+            for name, func, judging in zip(names, self.reward_funcs, used.tolist(), strict=True)
+            if judging and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
+        ]
+        if continuous:
+            logger.warning(
+                f"Dynamic sampling filters on the sum of the rewards, which includes {continuous}: a reward model or "
+                "a length-scaled reward almost never gives a group identical rewards, so no group would be dropped. "
+                "Set `dynamic_sampling_filter_reward` to the name of a verifier reward (one of "
+                f"{[name for name in names if name not in continuous]}) to filter on right/wrong outcomes."
+            )
         return used, self.reward_weights
+
+    # --------------------------------------------------------------------------------------------- checkpoints
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
@@ -158,93 +203,195 @@ class DAPOTrainer(GRPOTrainer):
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         path = os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE) if checkpoint else None
-        if hasattr(self, "_keep_rates") and path and os.path.exists(path):
-            with open(path) as file:
-                windows = json.load(file)["keep_rate_windows"]
-            if len(windows) == len(self._keep_rates):  # else the run was resumed on another process count
-                for estimator, window in zip(self._keep_rates, windows, strict=True):
-                    estimator.load_state_dict(window)
+        if not (hasattr(self, "_keep_rates") and path and os.path.exists(path)):
+            return
+        with open(path) as file:
+            windows = json.load(file)["keep_rate_windows"]
+        if len(windows) != len(self._keep_rates):
+            logger.info(
+                f"Resuming on {len(self._keep_rates)} processes from a checkpoint written by {len(windows)}: the "
+                "saved keep rates are pooled over the old processes and every process starts from the pooled rate."
+            )
+            windows = [KeepRateEstimator.pooled_state(windows)] * len(self._keep_rates)
+        for estimator, window in zip(self._keep_rates, windows, strict=True):
+            estimator.load_state_dict(window)
+
+    # ------------------------------------------------------------------------------------------------ scoring
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        # Keep the gathered rewards of the last round: the filter decides from them.
+        if self._assembled_rewards is not None:  # dynamic sampling scored these rows while assembling the batch
+            rewards_per_func, self._assembled_rewards = self._assembled_rewards, None
+            return rewards_per_func
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._last_rewards_per_func = rewards_per_func
+        rewards_per_func, unjudged = mark_unjudged_completions(rewards_per_func, self._judging)
+        if unjudged.any() and not self._judging.all():
+            judging_names = [name for name, judging in zip(self.reward_func_names, self._judging.tolist()) if judging]
+            logger.warning(
+                f"All judging reward functions ({judging_names}) returned None for {int(unjudged.sum())} of "
+                f"{unjudged.numel()} completions: they are left out of the advantages (unscorable), whatever the "
+                "shaping rewards gave them. Check the reference column these rewards read."
+            )
         return rewards_per_func
 
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
-        if self.args.dynamic_sampling and self.model.training:
-            return self._generate_informative_batch(inputs)
-        return super()._generate_and_score_completions(inputs)
+    # ------------------------------------------------------------------------------------- dynamic sampling
 
-    def _generate_informative_batch(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
+        if not (self.args.dynamic_sampling and self.model.training):
+            return super()._generate_and_score_completions(inputs)
+        # TRL's method calls `_generate` once, before any log-probability forward: the override of `_generate`
+        # runs the generation rounds there, and TRL continues with the assembled batch.
+        self._dynamic_sampling_inputs = inputs
+        self._filler_rows = torch.zeros(0, dtype=torch.long)
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._dynamic_sampling_inputs = None
+            self._assembled_rewards = None
+        if len(self._filler_rows):
+            # Filler groups train on nothing: out of the loss, the KL and entropy terms, and the token normaliser.
+            output["completion_mask"][self._filler_rows.to(output["completion_mask"].device)] = 0
+            loss_mask = output["completion_mask"] * output.get("tool_mask", 1)
+            output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        return output
+
+    def _generate(self, prompts: list):
+        inputs, self._dynamic_sampling_inputs = self._dynamic_sampling_inputs, None
+        if inputs is None:
+            return super()._generate(prompts)
+        generation, assembled_inputs, assembled_prompts = self._generate_informative_batch(inputs, prompts)
+        # TRL goes on with the caller's lists: they must now describe the assembled batch.
+        inputs[:] = assembled_inputs
+        prompts[:] = assembled_prompts
+        return generation
+
+    def _generate_informative_batch(self, inputs: list[dict[str, Any]], prompts: list):
         """Generate and score rounds until every process holds `len(inputs) // G` informative groups.
 
         Decisions come from rewards gathered over all processes, so every process runs the same rounds with the
         same number of prompts (scoring holds collectives). A process that fills its quota early keeps generating
         with the others and discards the surplus.
+
+        Returns TRL's `_generate` output for the assembled batch, with its inputs and prompts; the batch's gathered
+        rewards wait in `self._assembled_rewards` for TRL's call to `_calculate_rewards`.
         """
         group_size = self.num_generations
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         groups_needed = len(inputs) // group_size
         max_prompts = max(groups_needed, int(groups_needed * self.args.dynamic_sampling_max_oversampling))
+        metrics = self._metrics["train"]
+        logged_before = {name: len(values) for name, values in metrics.items()}
+        tokens_before = self.state.num_input_tokens_seen
+
         draw_key = self._refill_draw_key()
+        local_indices = [self._prompt_indices.get(prompt_key(row["prompt"]), -1) for row in inputs[::group_size]]
+        batch_indices = [index for index in gather_object(local_indices) if index >= 0]
+        drawn = 0
 
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)
-        # Per round, only the rows the batch may still use: its kept groups, then spare uninformative ones.
-        rounds, kept_counts, spare_counts = [], [], []
+        rounds: list[_Round] = []
+        rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
-
-        extra = self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
-        round_inputs = inputs + self._refill_inputs(extra, draw_key, round_index=0)
+        exhausted = True
         for round_index in range(self.args.dynamic_sampling_max_rounds):
-            if round_index > 0:
+            if round_index == 0:
+                extra = self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
+                refill = self._refill_inputs(draw_key, batch_indices, drawn, extra)
+                round_inputs, round_prompts = inputs + refill, list(prompts) + [row["prompt"] for row in refill]
+                drawn += extra * num_processes
+            else:
                 num_prompts = self._prompts_for(groups_needed - kept_per_process, max_prompts)
-                round_inputs = self._refill_inputs(num_prompts, draw_key, round_index)
-            output = super()._generate_and_score_completions(round_inputs)
+                round_inputs = self._refill_inputs(draw_key, batch_indices, drawn, num_prompts)
+                round_prompts = [row["prompt"] for row in round_inputs]
+                drawn += num_prompts * num_processes
+            self._fit_tool_dicts(len(round_inputs))
+            generation = super()._generate(round_prompts)
+            rewards_per_func = self._calculate_rewards(round_inputs, round_prompts, generation[3], generation[1])
+            extra_logs = {column: values for column, values in self._pending_extra_logs.items()}
+            self._pending_extra_logs.clear()
+            rows_per_round.append(len(round_inputs) * num_processes)
+            generated_tokens += sum(_completion_lengths(generation))
 
-            rewards = filter_rewards(self._last_rewards_per_func, self._filter_weights, self._filter_mask)
+            rewards = filter_rewards(rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
             for estimator, process_informative in zip(self._keep_rates, informative, strict=True):
                 estimator.update(int(process_informative.sum()), process_informative.numel())
             groups_sampled += informative.numel()
             informative_sampled += int(informative.sum())
 
-            kept = groups_to_keep(informative[rank], groups_needed - int(kept_per_process[rank]))
-            room = groups_needed - int(kept_per_process[rank]) - len(kept) - sum(spare_counts)
+            deficit = groups_needed - int(kept_per_process[rank])
+            kept = groups_to_keep(informative[rank], deficit)
+            room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
-            rounds.append(_select_groups(output, torch.cat([kept, spare]), group_size, self._tokenizer.pad_token_id))
-            kept_counts.append(len(kept))
-            spare_counts.append(len(spare))
+            rows = _group_rows(torch.cat([kept, spare]), group_size).tolist()
+            local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
+            rounds.append(
+                _Round(
+                    inputs=[round_inputs[row] for row in rows],
+                    prompts=[round_prompts[row] for row in rows],
+                    generation=_select_rows(generation, rows),
+                    rewards=local[rows],
+                    kept=len(kept),
+                    spare=len(spare),
+                    extra_logs={column: [values[row] for row in rows] for column, values in extra_logs.items()},
+                )
+            )
             kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
             if bool((kept_per_process >= groups_needed).all()):
                 exhausted = False
                 break
-        else:
-            exhausted = True
+        if exhausted:
             self._on_rounds_exhausted(int(kept_per_process.min()), groups_needed)
 
-        spare_groups = [torch.arange(kept, kept + spare) for kept, spare in zip(kept_counts, spare_counts)]
-        shortfall = groups_needed - sum(kept_counts)
-        filling = spare_groups_to_fill(spare_groups, shortfall) if exhausted else [s[:0] for s in spare_groups]
-        rows = []
-        for output, kept, filler in zip(rounds, kept_counts, filling, strict=True):
-            # Filler groups train on nothing: their advantage could still be non-zero through rewards outside
-            # the filter (e.g. the overlong punishment), so zero it.
-            output["advantages"][_group_rows(filler, group_size)] = 0.0
-            rows.append(_group_rows(torch.cat([torch.arange(kept), filler]), group_size))
-        batch = concat_selected_rows(rounds, rows, pad_token_id=self._tokenizer.pad_token_id)
-        # The token-level loss divides by the number of loss tokens in the batch: count the kept rows only.
-        loss_mask = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
-        batch["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        shortfall = groups_needed - sum(held.kept for held in rounds)
+        fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
+        generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = _assemble(
+            rounds, fillers, group_size
+        )
+        self._filler_rows = torch.arange(num_kept_rows, len(batch_inputs))
+        # Fillers are unscorable: zero advantage, and out of the baseline, the batch scale and the logged rewards.
+        batch_rewards[num_kept_rows:] = float("nan")
+        self._assembled_rewards = self.accelerator.gather(batch_rewards)
+        for column, values in extra_logs.items():
+            self._pending_extra_logs[column].extend(values)
 
-        metrics = self._metrics["train"]
+        lengths = zip(generation[0][:num_kept_rows], _completion_lengths(generation)[:num_kept_rows], strict=True)
+        trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
+        generated, trained = self.accelerator.gather(
+            torch.tensor([generated_tokens, trained_tokens], device=self.accelerator.device).unsqueeze(0)
+        ).sum(dim=0).tolist()
+        # TRL counted every round's tokens; count those of the trained rows, and report what was generated.
+        self.state.num_input_tokens_seen = tokens_before + trained
+        metrics["num_tokens"] = [self.state.num_input_tokens_seen]
+        per_round = {name: values[logged_before.get(name, 0) :] for name, values in metrics.items()}
+        for name, value in merge_generation_metrics(per_round, rows_per_round).items():
+            del metrics[name][logged_before.get(name, 0) :]
+            metrics[name].append(value)
+
         metrics["dynamic_sampling/generation_rounds"].append(float(len(rounds)))
         metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
+        metrics["dynamic_sampling/tokens_generated"].append(float(generated))
         # Informative groups that made it into the batch (fillers excluded), over all groups generated for.
         metrics["dynamic_sampling/groups_kept_fraction"].append(int(kept_per_process.sum()) / groups_sampled)
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
-        return batch
+        self._check_filter_filters(informative_sampled == groups_sampled)
+        return generation, batch_inputs, batch_prompts
+
+    def _fit_tool_dicts(self, num_rows: int):
+        """TRL builds one tool dict per row of the batch; a round may hold more or fewer rows (same tools)."""
+        if self.tools and getattr(self, "_sync_tool_dicts", None):
+            self._sync_tool_dicts = [self._sync_tool_dicts[0]] * num_rows
+            self._async_tool_dicts = [self._async_tool_dicts[0]] * num_rows
+
+    def _check_filter_filters(self, all_informative: bool):
+        self._always_informative_batches = self._always_informative_batches + 1 if all_informative else 0
+        if self._always_informative_batches == ALWAYS_INFORMATIVE_BATCHES:
+            logger.warning(
+                f"Dynamic sampling kept every prompt group for {ALWAYS_INFORMATIVE_BATCHES} generation batches in a "
+                "row: the filter reward is probably continuous (a reward model, a length or format score), so it "
+                "never has zero variance and nothing is filtered. Set `dynamic_sampling_filter_reward` to a verifier "
+                "reward (right/wrong), or `dynamic_sampling=False`."
+            )
 
     def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
         """Prompts per process for the next round: enough for the process that needs most, given its keep rate.
@@ -272,9 +419,11 @@ class DAPOTrainer(GRPOTrainer):
         accumulation = self.args.gradient_accumulation_steps
         return self.state.global_step * accumulation + self._step % accumulation
 
-    def _refill_inputs(self, num_prompts: int, draw_key: int, round_index: int) -> list[dict[str, Any]]:
+    def _refill_inputs(self, draw_key: int, batch_indices: list[int], drawn: int, num_prompts: int) -> list[dict]:
         """`num_prompts` fresh training rows for this process, each repeated once per generation."""
-        indices = self._refill_sampler.indices(num_prompts, draw_key, round_index) if num_prompts > 0 else []
+        if num_prompts <= 0:
+            return []
+        indices = self._refill_sampler.draw(draw_key, batch_indices, drawn, num_prompts)
         rows = [self.train_dataset[index] for index in indices]
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
@@ -292,22 +441,76 @@ class DAPOTrainer(GRPOTrainer):
                 "dynamic_sampling_on_exhausted='warn' to train on the partial batch."
             )
         logger.warning(
-            message + " The batch is completed with uninformative groups (zero advantage, no gradient); see the "
-            "metric dynamic_sampling/rounds_exhausted."
+            message + " The batch is completed with uninformative groups, which train on nothing; see the metric "
+            "dynamic_sampling/rounds_exhausted."
         )
 
 
 _GRPO_INIT_SIGNATURE = inspect.signature(GRPOTrainer.__init__)
 
 
-def _select_groups(output: dict[str, Any], groups: torch.Tensor, group_size: int, pad_token_id: int) -> dict:
-    """The rows of `groups` in one round's output (dropping the rest frees their memory right away)."""
-    return concat_selected_rows([output], [_group_rows(groups, group_size)], pad_token_id=pad_token_id)
+def _is_overlong(reward_func) -> bool:
+    return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
+        "soft_overlong_punishment_reward"
+    )
 
 
 def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
     """Row indices of the completions of `groups`, whose completions are stored contiguously."""
     return (groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
+
+
+def _completion_lengths(generation: tuple) -> list[int]:
+    """Model-generated tokens per completion, as TRL counts them (tool results excluded)."""
+    completion_ids, tool_mask = generation[1], generation[2]
+    if tool_mask is not None:
+        return [int(sum(mask)) for mask in tool_mask]
+    return [len(ids) for ids in completion_ids]
+
+
+def _select_rows(generation: tuple, rows: list[int]) -> tuple:
+    """TRL's `_generate` output restricted to `rows`: per-row lists are indexed, absent fields stay absent."""
+    prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images = generation
+
+    def pick(values):
+        return None if values is None else [values[row] for row in rows]
+
+    return (
+        pick(prompt_ids),
+        pick(completion_ids),
+        pick(tool_mask),
+        pick(completions),
+        pick(logprobs),
+        extra_fields,
+        pick(images),
+        pick(tool_images) if tool_images else tool_images,
+    )
+
+
+def _assemble(rounds: list[_Round], fillers: list[torch.Tensor], group_size: int):
+    """Concatenate the kept groups of every round, then the filler groups (their rows come last).
+
+    Returns TRL's `_generate` output for the batch, its inputs, prompts, `(rows, F)` local rewards and extra log
+    columns, and how many rows come before the fillers.
+    """
+    picks = [(held, row) for held in rounds for row in range(held.kept * group_size)]
+    num_kept_rows = len(picks)
+    for held, filler in zip(rounds, fillers, strict=True):
+        picks += [(held, row) for row in _group_rows(filler + held.kept, group_size).tolist()]
+
+    def column(values_of):
+        return [values_of(held)[row] for held, row in picks]
+
+    fields = []
+    for position, first in enumerate(rounds[0].generation):
+        # None: the field is absent; extra_fields (a dict) and an empty list of tool images are not per-row.
+        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
+        fields.append(column(lambda held, position=position: held.generation[position]) if per_row else first)
+    rewards = torch.stack([held.rewards[row] for held, row in picks])
+    extra_logs = {name: column(lambda held, name=name: held.extra_logs[name]) for name in rounds[0].extra_logs}
+    inputs = column(lambda held: held.inputs)
+    prompts = column(lambda held: held.prompts)
+    return tuple(fields), inputs, prompts, rewards, extra_logs, num_kept_rows
 
 
 def _with_overlong_punishment(config: DAPOConfig, reward_funcs, reward_processing_classes):

@@ -149,6 +149,14 @@ class GSPOConfig(GRPOConfig):
                 f"GSPOConfig: loss_type={self.loss_type!r} is not GSPO's clipped objective. Set loss_type='grpo' "
                 "(the default), or use GRPOConfig with importance_sampling_level='sequence' for other losses."
             )
+        if self.importance_sampling_level == "sequence" and self.top_entropy_quantile < 1.0:
+            raise ValueError(
+                f"GSPOConfig: top_entropy_quantile={self.top_entropy_quantile} keeps only high-entropy tokens in the "
+                "loss, but with importance_sampling_level='sequence' every token of a completion shares one ratio, so "
+                "the token mask only rescales each sequence's term instead of selecting tokens. Set "
+                "importance_sampling_level='sequence_token' (GSPO-token, whose per-token terms the mask selects), or "
+                "top_entropy_quantile=1.0."
+            )
         generate_every = self.steps_per_generation * self.num_iterations
         if self.gradient_accumulation_steps % generate_every == 0:
             raise ValueError(
