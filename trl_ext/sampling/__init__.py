@@ -1,6 +1,9 @@
-"""Dynamic sampling: which prompt groups to keep, how many prompts to request, where refill prompts come from."""
+"""Dynamic sampling: which prompt groups to keep, how many prompts to request, where refill prompts come from,
+which surplus groups to carry over, which prompts to skip, and when to stop over-sampling."""
 
+from .backoff import BackoffController, SamplingMode
 from .batch import concat_selected_rows
+from .carry import CarriedGroup, CarryBuffer, staleness_stats, surplus_informative_groups
 from .dynamic_sampling import (
     KeepRateEstimator,
     filter_rewards,
@@ -9,15 +12,27 @@ from .dynamic_sampling import (
     prompts_to_request,
     spare_groups_to_fill,
 )
-from .refill import RefillSampler
+from .prompt_history import Outcome, PromptHistory, group_outcomes
+from .refill import RefillSampler, prompt_index, prompt_key
 
 __all__ = [
+    "BackoffController",
+    "CarriedGroup",
+    "CarryBuffer",
     "KeepRateEstimator",
+    "Outcome",
+    "PromptHistory",
     "RefillSampler",
+    "SamplingMode",
     "concat_selected_rows",
     "filter_rewards",
+    "group_outcomes",
     "groups_to_keep",
     "informative_group_mask",
+    "prompt_index",
+    "prompt_key",
     "prompts_to_request",
     "spare_groups_to_fill",
+    "staleness_stats",
+    "surplus_informative_groups",
 ]
