@@ -13,6 +13,7 @@ __all__ = [
     "gsm8k_answer",
     "last_boxed",
     "last_number",
+    "reads_as_prose",
     "strip_math_delimiters",
     "tag_content",
 ]
@@ -101,15 +102,17 @@ def strip_math_delimiters(answer: str) -> str:
 
 def auto_answer(text: str) -> str | None:
     """The final answer by the usual conventions, whichever comes last in the text: the last `\\boxed{}`,
-    the last `Answer:` line, the last `<answer>` tag; or None."""
+    the last `Answer:` line, the last `<answer>` tag; or None. An `Answer:` phrase after the last box counts
+    only if what follows it is not prose."""
     candidates = []
     spans = [(position, content) for position, content in boxed_spans(text) if content.strip()]
     if spans:
         candidates.append((spans[-1][0], spans[-1][1].strip()))
     line_matches = list(_ANSWER_LINE.finditer(text))
     for match in reversed(line_matches):
-        answer = match.group(1).strip().strip("*").strip()
-        if answer:
+        answer = _answer_in_line(match.group(1).strip().strip("*").strip())
+        # After a box, "answer:" in a sentence ("let me check the answer: it works") is prose, not a new answer.
+        if answer and not (spans and match.start() > spans[-1][0] and reads_as_prose(answer)):
             candidates.append((match.start(), answer))
             break
     tag_matches = list(re.finditer(r"<answer>(.*?)</answer>", text, flags=re.DOTALL))
@@ -121,6 +124,34 @@ def auto_answer(text: str) -> str | None:
     position, answer = max(candidates, key=lambda candidate: candidate[0])
     inner = last_boxed(answer)
     return inner if inner is not None else answer
+
+
+_ANSWER_IS = re.compile(r"(?i)\banswer\s+is\s*:?\s*")
+_LEADING_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+
+
+def _answer_in_line(content: str) -> str:
+    """The answer in the text of an `Answer:` line. MATH's few-shot form nests a phrase and a sentence after it
+    (`Final Answer: The final answer is $10,455$. I hope it is correct.` -> `10,455`): the math span that
+    opens the line is the answer when only punctuation or prose follows it."""
+    nested = _ANSWER_IS.search(content)
+    if nested:
+        content = content[nested.end() :]
+    math = _LEADING_MATH.match(content)
+    if math:
+        rest = content[math.end() :].strip()
+        if not rest.strip(".,;:!*\"' ") or reads_as_prose(rest):
+            return next(group for group in math.groups() if group is not None).strip()
+    return content
+
+
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+
+
+def reads_as_prose(text: str) -> bool:
+    """Whether `text` holds a word of four or more letters outside TeX commands and `\\text{}`: a sentence, not
+    an answer (`x = 5`, `\\frac{\\pi}{2}`, `5 \\text{ cm}` are not prose; `substituting back works` is)."""
+    return bool(_PROSE_WORD.search(re.sub(r"\\(?:text|mbox|mathrm)\{[^{}]*\}", " ", text)))
 
 
 def last_number(text: str) -> str | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .base import Reward, dataset_column, scores_for
-from .extraction import auto_answer, boxed_spans, gsm8k_answer, last_boxed, strip_math_delimiters
+from .extraction import auto_answer, boxed_spans, gsm8k_answer, last_boxed, reads_as_prose, strip_math_delimiters
 from .pool import TimeoutPool, shared_pool
 from .registry import register_reward
 
@@ -109,14 +109,48 @@ def normalize_math_answer(answer: str) -> str:
     answer = re.sub(r"√\s*(\d+|[A-Za-z]|\([^()]*\))", lambda m: r"\sqrt{" + m.group(1).strip("()") + "}", answer)
     answer = answer.replace("√", r"\sqrt")
     answer = answer.replace(r"\$", "").replace(r"\varnothing", r"\emptyset").replace(r"\O ", r"\emptyset ")
-    answer = re.sub(r"\\\{\s*\\\}", r"\\emptyset", answer)
     # Digit groups separated by a thin space (1\,000 or 1\!000): one number, as in the printed form.
     answer = re.sub(r"(?<=\d)(?:\\[,!;:]|\\ |~)\s*(?=\d{3}(?!\d))", "", answer)
-    answer = re.sub(r"\\[,!;:]|\\ |~", " ", answer)
+    # Other TeX spacing: `\,` `\;` `\:` `\ ` `~` are spaces, `\!` is none (so MATH's `10,\!000` stays one
+    # number). The lookbehind keeps a row break `\\` followed by a space (`1 \\ 2` in a pmatrix) intact.
+    answer = re.sub(r"(?<!\\)\\!\s*", "", answer)
+    answer = re.sub(r"(?<!\\)(?:\\[,;:]|\\ )|~", " ", answer)
     answer = _brace_shorthand(answer)
     answer = answer.strip()
+    if re.fullmatch(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?", answer):  # `1 000`: digit groups, not a product
+        answer = answer.replace(" ", "")
     answer = re.sub(r"(?:\\text\{\s*\.?\s*\}|[.,;:])+$", "", answer).strip()
     return answer
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """What `verify_final_answer` needs from a completion; two completions with equal `FinalAnswer`s get the
+    same verdict against any reference, so a batch verifies each distinct one once.
+
+    text: the marked answer (last box, `Answer:` line, `<answer>` tag, or a completion that is only the
+        answer), or None when there is none.
+    box_run: the completion's last run of boxes joined by commas (`\\boxed{2} and \\boxed{3}` -> `2,3`), when
+        it holds more than one box: a reference with several answers may be answered one box each.
+    unmarked: the whole completion when `text` is None, for math-verify's search of an anchored answer
+        ("the final answer is $x$"); else None.
+    """
+
+    text: str | None
+    box_run: str | None = None
+    unmarked: str | None = None
+
+
+def extract_final_answer(completion: str) -> FinalAnswer:
+    """The `FinalAnswer` of a completion: string work only, cheap enough to run in the trainer process."""
+    text = extract_math_answer(completion)
+    box_run = None
+    if len(boxed_spans(completion)) > 1:
+        from latex2sympy2_extended.math_normalization import extract_boxed_content
+
+        run = extract_boxed_content(completion, mode="last")
+        box_run = run if "," in run else None
+    return FinalAnswer(text=text, box_run=box_run, unmarked=completion if text is None else None)
 
 
 def extract_math_answer(text: str) -> str | None:
@@ -128,17 +162,39 @@ def extract_math_answer(text: str) -> str | None:
     if answer is not None:
         return answer
     stripped = text.strip()
-    # A completion that is only the answer: one short line without prose (words of 4+ letters outside TeX
-    # commands are prose). Longer text without a marked answer is not guessed at: its last number is
-    # often not the answer, and rewarding it would teach the model to end with a random number.
-    if stripped and "\n" not in stripped and len(stripped) <= 64:
-        if not re.search(r"(?<![\\A-Za-z])[A-Za-z]{4,}", stripped):
-            return stripped
+    # A completion that is only the answer: one math span (`$$\begin{pmatrix}...\end{pmatrix}$$`), or one
+    # short line without prose (`1/2`, `28 percent`, `\frac{1}{3} \text{meters}`). Longer text without a
+    # marked answer is not guessed at: its last number is often not the answer, and rewarding it would teach
+    # the model to end with a random number.
+    if _ONLY_MATH.fullmatch(stripped) and len(stripped) <= 1000:
+        return stripped
+    if stripped and "\n" not in stripped and len(stripped) <= 64 and not _reads_as_prose_beyond_units(stripped):
+        return stripped
     return None
 
 
+_ONLY_MATH = re.compile(r"(?:\$\$[^$]+\$\$|\$[^$]+\$|\\\(.+?\\\)|\\\[.+?\\\])\s*\.?", re.DOTALL)
+
+
+def _reads_as_prose_beyond_units(text: str) -> bool:
+    """Prose once a trailing unit (math-verify's own unit list) or a percent word is taken off."""
+    from latex2sympy2_extended.math_normalization import units_regex
+
+    text = re.sub(r"\s*\b(?:percent|percentage|pct)\b", "", text)
+    return reads_as_prose(units_regex.sub(r"\1", text))
+
+
 def reference_answer(reference: str) -> str:
-    """The answer part of a reference: its last `\\boxed{}`, else after `####`, else the whole text."""
+    """The answer part of a reference: its last run of boxes (math-verify's rule: `\\boxed{1}` and
+    `\\boxed{-2}` is the answer `1,-2`), else the text after `####`, else the whole text."""
+    if "{" in reference and boxed_spans(reference):
+        from latex2sympy2_extended.math_normalization import extract_boxed_content
+
+        braced = re.search(r"\\(?:boxed|fbox)\s*\{", reference)
+        if braced:
+            run = extract_boxed_content(reference, mode="last")
+            if run.strip():
+                return run.strip()
     boxed = last_boxed(reference)
     if boxed is not None:
         return boxed
@@ -146,22 +202,39 @@ def reference_answer(reference: str) -> str:
     return marked if marked is not None else reference
 
 
+def _extraction_config(anchored_only: bool = False) -> list:
+    """math-verify's own extraction settings, with its default normalisation (units, malformed operators such
+    as `2^(10)` and `\\frac12`, nits); `anchored_only` searches free text for an anchored answer only."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    if anchored_only:
+        return [
+            LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False),
+            ExprExtractionConfig(try_extract_without_anchor=False),
+        ]
+    return [LatexExtractionConfig(), ExprExtractionConfig()]
+
+
+_INLINE_MATH = re.compile(r"\$[^$]*\$")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_answer(answer: str, parsing_timeout: int | None) -> tuple:
-    from latex2sympy2_extended import NormalizationConfig
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+    from math_verify import parse
 
     normalized = normalize_math_answer(answer)
     if not normalized:
         return ()
+    # Wrapped in `$` even when it still holds some (`1$ and $2` once its outer delimiters are gone, `$5$ per
+    # day`, a box that opens math mid-way): math-verify reads each of these right only so. A sentence (`The
+    # largest $n$ is 34.` on an `Answer:` line) is left as text, for math-verify to find the math in it.
+    sentence = re.search(r"(?<!\\)\$", normalized) and reads_as_prose(_INLINE_MATH.sub(" ", normalized))
+    text = normalized if sentence else f"${normalized}$"
     try:
         return tuple(
             parse(
-                f"${normalized}$",
-                extraction_config=[
-                    LatexExtractionConfig(normalization_config=NormalizationConfig(units=True)),
-                    ExprExtractionConfig(),
-                ],
+                text,
+                extraction_config=_extraction_config(),
                 parsing_timeout=parsing_timeout,
                 raise_on_error=True,  # so a timeout surfaces (as math-verify's BaseException) instead of []
             )
@@ -172,40 +245,17 @@ def _parse_answer(answer: str, parsing_timeout: int | None) -> tuple:
 
 def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
     """math-verify's own search for an anchored answer ("the final answer is $x$") in free text."""
-    from latex2sympy2_extended import NormalizationConfig
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+    from math_verify import parse
 
     try:
         return parse(
             text,
-            extraction_config=[
-                LatexExtractionConfig(
-                    normalization_config=NormalizationConfig(units=True),
-                    boxed_match_priority=0,
-                    try_extract_without_anchor=False,
-                ),
-                ExprExtractionConfig(try_extract_without_anchor=False),
-            ],
+            extraction_config=_extraction_config(anchored_only=True),
             parsing_timeout=parsing_timeout,
             raise_on_error=True,
         )
     except Exception:  # noqa: BLE001
         return []
-
-
-def _inequality_as_set(parsed: list) -> list | None:
-    """`[x >= 2, ...]` -> `[Interval(2, oo), ...]` for a one-variable inequality, else None."""
-    import sympy
-
-    if not parsed or not isinstance(parsed[0], (sympy.core.relational.Relational, sympy.And, sympy.Or)):
-        return None
-    expression = parsed[0]
-    if isinstance(expression, sympy.Eq) or len(expression.free_symbols) != 1:
-        return None
-    try:
-        return [expression.as_set(), *parsed[1:]]
-    except (NotImplementedError, TypeError, ValueError):
-        return None
 
 
 def verify_math_answer(
@@ -218,53 +268,75 @@ def verify_math_answer(
     seconds, `signal.alarm`, so main thread only); past one it raises `TimeoutError`. None disables them, for
     callers that bound time themselves.
     """
+    return verify_final_answer(
+        reference, extract_final_answer(completion), parsing_timeout=parsing_timeout, verify_timeout=verify_timeout
+    )
+
+
+def verify_final_answer(
+    reference: str, answer: FinalAnswer, *, parsing_timeout: int | None = None, verify_timeout: int | None = None
+) -> bool | None:
+    """`verify_math_answer` on an already extracted `FinalAnswer` (what the pool workers run)."""
     from math_verify.errors import TimeoutException
 
     try:
-        return _verify(reference, completion, parsing_timeout, verify_timeout)
+        return _verify(reference, answer, parsing_timeout, verify_timeout)
     except TimeoutException:
         raise TimeoutError(f"math-verify timed out on reference {reference[:80]!r}") from None
 
 
-def _equivalent(gold: list, predicted: list, verify_timeout: int | None) -> bool:
+def _equivalent(gold: list, predicted: list, verify_timeout: int | None, *, allow_set_relation_comp: bool) -> bool:
+    """math-verify's `verify`, pair by pair: a pair sympy cannot compare (`12:00` divides by zero) is no match,
+    and the next pair (the string forms) is still compared, as `verify` does with `raise_on_error=False`; a
+    timeout is raised rather than read as "no match"."""
     from math_verify import verify
 
-    try:
-        return bool(verify(gold, predicted, timeout_seconds=verify_timeout, raise_on_error=True))
-    except Exception:  # noqa: BLE001 - a comparison sympy cannot do is not a match
-        return False
+    for gold_item in gold:
+        for predicted_item in predicted:
+            try:
+                if verify(
+                    gold_item,
+                    predicted_item,
+                    timeout_seconds=verify_timeout,
+                    allow_set_relation_comp=allow_set_relation_comp,
+                    raise_on_error=True,
+                ):
+                    return True
+            except Exception:  # noqa: BLE001 - a comparison sympy cannot do is not a match
+                continue
+    return False
 
 
 _INTEGER = re.compile(r"-?\d+")
+# A reference that can only be an interval (a bracket, an infinite end, a union): an inequality answers it.
+# `(1, 2)` is left out: in MATH it is as often a point as an open interval.
+_UNAMBIGUOUS_INTERVAL = re.compile(r"\[|\]|\\infty|∞|\\cup")
 
 
-def _verify(reference: str, completion: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool | None:
+def _verify(reference: str, answer: FinalAnswer, parsing_timeout: int | None, verify_timeout: int | None) -> bool | None:
     gold_answer = reference_answer(reference)
-    answer = extract_math_answer(completion)
-    if answer is not None:
+    if answer.text is not None:
         # Integer against integer (DAPO-Math, AIME, GSM8K): equal as integers or not; skip the LaTeX parser,
         # which costs ~15 ms an answer.
-        gold_text, answer_text = normalize_math_answer(gold_answer), normalize_math_answer(answer)
+        gold_text, answer_text = normalize_math_answer(gold_answer), normalize_math_answer(answer.text)
         if _INTEGER.fullmatch(gold_text) and _INTEGER.fullmatch(answer_text):
             return int(gold_text) == int(answer_text)
     gold = list(_parse_answer(gold_answer, parsing_timeout))
     if not gold:
         return None
-    predicted = list(_parse_answer(answer, parsing_timeout)) if answer is not None else []
-    if not predicted:
-        predicted = _parse_anchored(normalize_math_answer_text(completion), parsing_timeout)
+    predicted = list(_parse_answer(answer.text, parsing_timeout)) if answer.text is not None else []
+    if not predicted and answer.unmarked is not None:
+        predicted = _parse_anchored(normalize_math_answer_text(answer.unmarked), parsing_timeout)
     if not predicted:
         return False
-    if _equivalent(gold, predicted, verify_timeout):
-        return True
-    as_set = _inequality_as_set(predicted)
-    if as_set is not None and _equivalent(gold, as_set, verify_timeout):
+    # math-verify compares an inequality with an interval reference only when told to.
+    interval = bool(_UNAMBIGUOUS_INTERVAL.search(gold_answer))
+    if _equivalent(gold, predicted, verify_timeout, allow_set_relation_comp=interval):
         return True
     # A reference with several answers may be answered one box each: `\boxed{2} and \boxed{3}` for `2, 3`.
-    boxes = [content.strip() for _, content in boxed_spans(completion) if content.strip()]
-    if len(boxes) > 1 and _has_several_elements(gold[0]):
-        joined = list(_parse_answer(", ".join(boxes), parsing_timeout))
-        return bool(joined) and _equivalent(gold, joined, verify_timeout)
+    if answer.box_run is not None and _has_several_elements(gold[0]):
+        joined = list(_parse_answer(answer.box_run, parsing_timeout))
+        return bool(joined) and _equivalent(gold, joined, verify_timeout, allow_set_relation_comp=False)
     return False
 
 

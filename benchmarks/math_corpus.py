@@ -1,0 +1,393 @@
+"""Verdict corpus for the `math` reward, side by side with plain math-verify and TRL's `accuracy_reward`.
+
+Two parts, both in `tests/data/math_corpus/` with their provenance (README.md there):
+
+- `math_verify_cases.json`: the equivalence cases of Math-Verify's own test suite (gold, prediction, expected
+  verdict, and the options each test runs with). Reported: agreement of each verifier with the expected
+  verdicts, over all cases and over the cases whose options are the ones a reward uses (strict variables,
+  float rounding 6, no set/relation comparison in the gold's direction).
+- `answer_formats.json`: references in the answer formats of MATH, NuminaMath, GSM8K and DAPO-Math, and
+  hard-but-correct forms (units, intervals, sets, matrices, percentages, scientific notation, degrees, text),
+  each with right and wrong completions. Reported: recall (right completions accepted) and false-positive
+  rate (wrong completions accepted), and the wrong completions a verifier accepts that plain math-verify
+  rejects.
+
+The three verifiers: `math` (`verify_math_answer`, what the registered reward runs in its workers); plain
+math-verify as open-r1 calls it (parse the reference with `LatexExtractionConfig()`, the completion with
+`LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False)` and open-r1's
+normalisation, then `verify(gold, answer)`); `trl.rewards.accuracy_reward`. A verifier that returns None
+("cannot judge") has not accepted the completion.
+
+    python benchmarks/math_corpus.py --out benchmarks/results/math_corpus.json
+    python benchmarks/math_corpus.py --import-math-verify PATH/TO/Math-Verify   # rewrite the imported cases
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import logging
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(_REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(_REPO_ROOT))
+
+CORPUS_DIR = _REPO_ROOT / "tests" / "data" / "math_corpus"
+MATH_VERIFY_CASES = CORPUS_DIR / "math_verify_cases.json"
+ANSWER_FORMATS = CORPUS_DIR / "answer_formats.json"
+
+# The equivalence tests of Math-Verify's suite (the other files test extraction configs and timeouts).
+MATH_VERIFY_TEST_FILES = (
+    "tests/test_all.py",
+    "tests/test_boxed.py",
+    "tests/test_numina_cases.py",
+    "tests/test_open_thoughts.py",
+    "tests/test_strict.py",
+    "tests/test_yujianll.py",
+)
+# The options a reward runs with; a case run by its test with other options is "not applicable".
+REWARD_OPTIONS = {"precision": 6, "strict": True, "allow_set_relation_comp": False}
+
+
+# ------------------------------------------------------------------------------------------ importing the suite
+
+
+def _literal(node: ast.AST):
+    """A test argument's value: a literal, or an f-string over `math` (one case formats `math.sqrt(17)`)."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return eval(compile(ast.Expression(node), "<case>", "eval"), {"math": math, "__builtins__": {}})  # noqa: S307
+
+
+def _call_options(function: ast.FunctionDef) -> tuple[str, dict]:
+    """How a test function compares: `compare_strings(gold, pred, **options)` (its keyword options, constants or
+    parameter names) or `verify(parse(gold), parse(pred))` with math-verify's defaults."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "compare_strings":
+            options = {}
+            for keyword in node.keywords:
+                value = keyword.value
+                options[keyword.arg] = {"parameter": value.id} if isinstance(value, ast.Name) else _literal(value)
+            return "compare_strings", options
+    return "parse_defaults", {}
+
+
+def import_math_verify_cases(checkout: Path) -> dict:
+    """Every parametrised equivalence case of a Math-Verify checkout, read from its test files' syntax trees
+    (nothing of it is executed)."""
+    commit = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    cases = []
+    for relative in MATH_VERIFY_TEST_FILES:
+        source = subprocess.run(
+            ["git", "-C", str(checkout), "show", f"HEAD:{relative}"], capture_output=True, text=True, check=True
+        ).stdout
+        for function in ast.parse(source).body:
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for decorator in function.decorator_list:
+                if not (isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "parametrize"):
+                    continue
+                names = [name.strip() for name in ast.literal_eval(decorator.args[0]).split(",")]
+                harness, call_options = _call_options(function)
+                for index, row in enumerate(decorator.args[1].elts):
+                    values = dict(zip(names, (_literal(element) for element in row.elts)))
+                    # `compare_strings`' defaults, then what the test passes.
+                    options = {"match_types": ["latex", "expr"], **REWARD_OPTIONS}
+                    for key, value in call_options.items():
+                        options[key] = values[value["parameter"]] if isinstance(value, dict) else value
+                    expected = values.get("expected", values.get("result"))
+                    cases.append(
+                        {
+                            "id": f"{relative.removeprefix('tests/')}::{function.name}[{index}]",
+                            "gold": values["gold"],
+                            "pred": values["pred"],
+                            "expected": int(expected),
+                            "harness": harness,
+                            "options": options if harness == "compare_strings" else {},
+                        }
+                    )
+    return {
+        "source": "https://github.com/huggingface/Math-Verify",
+        "commit": commit,
+        "files": list(MATH_VERIFY_TEST_FILES),
+        "licence": "Apache-2.0 (repository LICENCE); the test files carry an MIT notice, Copyright (c) 2024 The "
+        "HuggingFace Team",
+        "cases": cases,
+    }
+
+
+_MATH_SPAN = re.compile(r"\$\$.+?\$\$|\$[^$]*\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
+
+
+def states_its_answer(prediction: str) -> bool:
+    """Whether a prediction marks its answer: a box, an answer phrase math-verify finds with
+    `try_extract_without_anchor=False` (as TRL's `accuracy_reward` and open-r1 parse completions), or nothing
+    but the answer (no word outside math once a trailing unit or percent word is taken off). Math-Verify's
+    suite also tests guessing an answer from unmarked prose (`The identity matrix is $...$.`), which a reward
+    does not do: a policy rewarded for it learns to end with any number."""
+    from latex2sympy2_extended.math_normalization import units_regex
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    from trl_ext.rewards.extraction import boxed_spans
+
+    if boxed_spans(prediction):
+        return True
+    anchored = [LatexExtractionConfig(try_extract_without_anchor=False), ExprExtractionConfig(try_extract_without_anchor=False)]
+    if parse(prediction, anchored):
+        return True
+    outside = re.sub(r"\s*\b(?:percent|percentage|pct)\b", "", _MATH_SPAN.sub(" 0 ", prediction))
+    return not re.search(r"[A-Za-z]{3,}", units_regex.sub(r"\1", outside.strip()))
+
+
+def applicable(case: dict) -> bool:
+    """Whether a Math-Verify case runs with the options a reward uses (any extraction targets)."""
+    options = case["options"]
+    return all(options.get(key, value) == value for key, value in REWARD_OPTIONS.items())
+
+
+# ------------------------------------------------------------------------------------------ the verifiers
+
+
+def load_cases() -> list[dict]:
+    """Math-Verify's cases, each with `marked`: whether its prediction states its answer (`states_its_answer`)."""
+    cases = json.loads(MATH_VERIFY_CASES.read_text())["cases"]
+    for case in cases:
+        case["marked"] = states_its_answer(case["pred"])
+    return cases
+
+
+def load_answer_formats() -> list[dict]:
+    """`(reference, completion, right)` rows of the answer-format corpus, with each row's category and source."""
+    rows = []
+    for entry in json.loads(ANSWER_FORMATS.read_text())["references"]:
+        for key, right in (("right", True), ("wrong", False)):
+            for completion in entry.get(key, []):
+                rows.append(
+                    {
+                        "reference": entry["reference"],
+                        "completion": completion,
+                        "right": right,
+                        "category": entry["category"],
+                        "source": entry["source"],
+                    }
+                )
+    return rows
+
+
+def math_reward_verdict(reference: str, completion: str) -> bool | None:
+    from trl_ext.rewards.math_equivalence import verify_math_answer
+
+    return verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
+
+
+def plain_math_verify_verdict(reference: str, completion: str) -> bool | None:
+    """math-verify as open-r1's `accuracy_reward` calls it; None where the reference does not parse."""
+    from latex2sympy2_extended import NormalizationConfig
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    gold = parse(reference, extraction_mode="first_match", extraction_config=[LatexExtractionConfig()])
+    if not gold:
+        return None
+    answer = parse(
+        completion,
+        extraction_config=[
+            LatexExtractionConfig(
+                normalization_config=NormalizationConfig(
+                    nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
+                ),
+                boxed_match_priority=0,
+                try_extract_without_anchor=False,
+            )
+        ],
+        extraction_mode="first_match",
+    )
+    try:
+        return bool(verify(gold, answer))
+    except Exception:  # noqa: BLE001 - open-r1 scores a failed comparison as wrong
+        return False
+
+
+def trl_accuracy_verdict(reference: str, completion: str) -> bool | None:
+    from trl.rewards import accuracy_reward
+
+    (score,) = accuracy_reward([[{"role": "assistant", "content": completion}]], [reference])
+    return None if score is None else score > 0
+
+
+VERIFIERS: dict[str, Callable[[str, str], bool | None]] = {
+    "math (trl_ext)": math_reward_verdict,
+    "plain math-verify (open-r1)": plain_math_verify_verdict,
+    "trl accuracy_reward": trl_accuracy_verdict,
+}
+
+
+def math_verify_own_verdict(case: dict) -> bool:
+    """The case as Math-Verify's own test runs it (its options), to check the imported data."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    if case["harness"] == "parse_defaults":
+        return bool(verify(parse(case["gold"]), parse(case["pred"])))
+    options = case["options"]
+    targets = [
+        LatexExtractionConfig(boxed_match_priority=0) if kind == "latex" else ExprExtractionConfig()
+        for kind in options["match_types"]
+    ]
+    return bool(
+        verify(
+            parse(case["gold"], targets),
+            parse(case["pred"], targets),
+            float_rounding=options["precision"],
+            strict=options["strict"],
+            allow_set_relation_comp=options["allow_set_relation_comp"],
+        )
+    )
+
+
+# ------------------------------------------------------------------------------------------ scoring
+
+
+def suite_agreement(cases: list[dict], verdict: Callable[[str, str], bool | None]) -> dict:
+    """Agreement of `verdict(gold, pred)` (accepted = True) with the expected verdicts, all and applicable."""
+    agree = {"all": 0, "reward_options": 0, "marked": 0}
+    total = dict.fromkeys(agree, 0)
+    disagreements = []
+    for case in cases:
+        same = (verdict(case["gold"], case["pred"]) is True) == bool(case["expected"])
+        subsets = ["all"]
+        if applicable(case):
+            subsets.append("reward_options")
+            if case["marked"]:
+                subsets.append("marked")
+        for subset in subsets:
+            total[subset] += 1
+            agree[subset] += same
+        if not same:
+            disagreements.append(case["id"])
+    return {
+        **{f"agree_{subset}": agree[subset] for subset in agree},
+        **{f"cases_{subset}": total[subset] for subset in total},
+        **{f"agreement_{subset}": agree[subset] / total[subset] for subset in agree},
+        "disagreements": disagreements,
+    }
+
+
+def format_scores(rows: list[dict], verdicts: list[bool | None], plain: list[bool | None]) -> dict:
+    """Recall, false-positive rate, and the wrong completions accepted that plain math-verify rejects."""
+    right = [verdict is True for row, verdict in zip(rows, verdicts) if row["right"]]
+    wrong = [verdict is True for row, verdict in zip(rows, verdicts) if not row["right"]]
+    beyond_plain = [
+        {"reference": row["reference"], "completion": row["completion"]}
+        for row, verdict, baseline in zip(rows, verdicts, plain)
+        if not row["right"] and verdict is True and baseline is not True
+    ]
+    missed = [
+        {"reference": row["reference"], "completion": row["completion"], "category": row["category"]}
+        for row, verdict in zip(rows, verdicts)
+        if row["right"] and verdict is not True
+    ]
+    return {
+        "right": len(right),
+        "wrong": len(wrong),
+        "recall": sum(right) / len(right),
+        "false_positive_rate": sum(wrong) / len(wrong),
+        "false_positives": sum(wrong),
+        "wrong_accepted_beyond_plain_math_verify": beyond_plain,
+        "right_rejected": missed,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--import-math-verify", metavar="CHECKOUT", default=None, help="rewrite the imported cases")
+    parser.add_argument("--out", default=None, help="write the results as JSON to this path")
+    args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)  # math-verify logs every unparsable answer and disabled timeout
+    if args.import_math_verify:
+        imported = import_math_verify_cases(Path(args.import_math_verify))
+        MATH_VERIFY_CASES.write_text(json.dumps(imported, indent=1, ensure_ascii=False) + "\n")
+        print(f"{len(imported['cases'])} cases from {imported['source']} @ {imported['commit'][:12]}")
+        return imported
+
+    import _common  # noqa: F401  (offline environment)
+    from _common import format_table, machine_info, write_json
+
+    cases = load_cases()
+    own = sum(math_verify_own_verdict(case) == bool(case["expected"]) for case in cases)
+    rows = load_answer_formats()
+    results = {"math_verify_suite": {}, "answer_formats": {}}
+    verdicts = {}
+    for name, verdict in VERIFIERS.items():
+        results["math_verify_suite"][name] = suite_agreement(cases, verdict)
+        verdicts[name] = [verdict(row["reference"], row["completion"]) for row in rows]
+    for name in VERIFIERS:
+        results["answer_formats"][name] = format_scores(rows, verdicts[name], verdicts["plain math-verify (open-r1)"])
+    categories = sorted({row["category"] for row in rows})
+    per_category = {
+        category: {
+            name: format_scores(
+                [row for row in rows if row["category"] == category],
+                [v for row, v in zip(rows, verdicts[name]) if row["category"] == category],
+                [v for row, v in zip(rows, verdicts["plain math-verify (open-r1)"]) if row["category"] == category],
+            )
+            for name in VERIFIERS
+        }
+        for category in categories
+    }
+
+    suite = results["math_verify_suite"]
+    print(f"Math-Verify's suite: {len(cases)} cases; math-verify itself, each case with its own options: "
+          f"{own}/{len(cases)}\n")
+    subsets = {"all": "all cases", "reward_options": "a reward's options", "marked": "... and a marked answer"}
+    print(format_table(
+        ["verifier", *subsets.values()],
+        [[name, *(f"{s[f'agree_{k}']}/{s[f'cases_{k}']} ({s[f'agreement_{k}']:.1%})" for k in subsets)]
+         for name, s in suite.items()],
+    ))  # fmt: skip
+    formats = results["answer_formats"]
+    right, wrong = formats["math (trl_ext)"]["right"], formats["math (trl_ext)"]["wrong"]
+    print(f"\nanswer formats: {len(rows)} completions for {len(set(r['reference'] for r in rows))} references "
+          f"({right} right, {wrong} wrong)\n")
+    print(format_table(
+        ["verifier", "recall", "false-positive rate", "wrong accepted that plain math-verify rejects"],
+        [[name, f"{s['recall']:.1%}", f"{s['false_positive_rate']:.1%} ({s['false_positives']})",
+          len(s["wrong_accepted_beyond_plain_math_verify"])] for name, s in formats.items()],
+    ))  # fmt: skip
+    print("\nrecall by category (math / plain math-verify / accuracy_reward):")
+    print(format_table(
+        ["category", *VERIFIERS],
+        [[category, *(f"{per_category[category][name]['recall']:.0%}" for name in VERIFIERS)]
+         for category in categories],
+    ))  # fmt: skip
+    ours = formats["math (trl_ext)"]
+    if ours["right_rejected"]:
+        print("\n`math` rejects these right completions:")
+        for miss in ours["right_rejected"]:
+            print(f"  [{miss['category']}] {miss['reference']!r}  <-  {miss['completion']!r}")
+    if suite["math (trl_ext)"]["disagreements"]:
+        print("\n`math` disagrees with Math-Verify's suite on:", ", ".join(suite["math (trl_ext)"]["disagreements"]))
+
+    summary = {
+        "benchmark": "math_corpus",
+        "math_verify_cases": len(cases),
+        "math_verify_itself_agrees": own,
+        "answer_format_completions": len(rows),
+        **results,
+        "recall_by_category": {c: {n: per_category[c][n]["recall"] for n in VERIFIERS} for c in categories},
+        "machine": machine_info(),
+    }
+    write_json(args.out, summary)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
