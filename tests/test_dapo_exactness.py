@@ -399,3 +399,39 @@ def test_log_prob_forwards_run_on_kept_rows_only_with_the_same_values(tmp_path, 
             logps[0], batch["ref_per_token_logps"][row][:completion_length], atol=1e-5
         ), row
     assert not math.isnan(float(batch["ref_per_token_logps"].sum()))
+
+
+# ------------------------------------------------------------------------------- nothing informative: back off
+
+
+def test_constant_rewards_back_off_to_one_plain_round_and_recover(tmp_path, tiny_model_dir, caplog):
+    """TRL's constant-reward case: after enough evidence, one plain round per step, announced once."""
+    switch = {"informative": False}
+
+    def switchable_reward(completions, **kwargs):
+        if switch["informative"]:
+            return [float(index % GROUP) for index in range(len(completions))]
+        return [1.0] * len(completions)
+
+    config = small_config(tmp_path, max_steps=6)
+    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=switchable_reward, args=config, train_dataset=make_prompt_dataset())
+    generate = trainer._generate_and_score_completions
+
+    def generate_then_switch(inputs):
+        output = generate(inputs)
+        switch["informative"] = trainer.state.global_step >= 3  # informative groups reappear from step 5
+        return output
+
+    trainer._generate_and_score_completions = generate_then_switch
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level(logging.WARNING):
+            trainer.train()
+    finally:
+        hf_logging.disable_propagation()
+    rounds = metric_history(trainer, "dynamic_sampling/generation_rounds")
+    backoff = metric_history(trainer, "dynamic_sampling/backoff")
+    assert rounds[0] < config.dynamic_sampling_max_rounds  # it stopped over-sampling within the first step
+    assert backoff[:4] == [1.0] * 4 and rounds[1:4] == [1.0] * 3  # one plain round per step while nothing varies
+    assert backoff[-1] == 0.0  # informative groups came back: over-sampling resumed
+    assert caplog.text.count("backing off") == 1

@@ -19,8 +19,10 @@ from trl import GRPOTrainer
 
 from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
+    BackoffController,
     KeepRateEstimator,
     RefillSampler,
+    SamplingMode,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
@@ -154,6 +156,10 @@ class DAPOTrainer(GRPOTrainer):
         )
         self._prompt_indices = prompt_index(self.train_dataset["prompt"])
         self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
+        self._backoff = BackoffController.from_config(
+            self.args.dynamic_sampling_max_oversampling, self.args.dynamic_sampling_max_rounds
+        )
+        self._backoff_announced = False
         self._always_informative_batches = 0
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -196,7 +202,10 @@ class DAPOTrainer(GRPOTrainer):
             checkpoint = os.path.join(
                 self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
             )
-            state = {"keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates]}
+            state = {
+                "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
+                "backoff": self._backoff.state_dict(),
+            }
             with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
                 json.dump(state, file)
 
@@ -206,7 +215,10 @@ class DAPOTrainer(GRPOTrainer):
         if not (hasattr(self, "_keep_rates") and path and os.path.exists(path)):
             return
         with open(path) as file:
-            windows = json.load(file)["keep_rate_windows"]
+            state = json.load(file)
+        windows = state["keep_rate_windows"]
+        if "backoff" in state:
+            self._backoff.load_state_dict(state["backoff"])
         if len(windows) != len(self._keep_rates):
             logger.info(
                 f"Resuming on {len(self._keep_rates)} processes from a checkpoint written by {len(windows)}: the "
@@ -292,9 +304,12 @@ class DAPOTrainer(GRPOTrainer):
         rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
         exhausted = True
+        backing_off = self._backoff.mode is SamplingMode.BACKOFF
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index == 0:
-                extra = self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
+                extra = 0 if backing_off else (
+                    self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
+                )
                 refill = self._refill_inputs(draw_key, batch_indices, drawn, extra)
                 round_inputs, round_prompts = inputs + refill, list(prompts) + [row["prompt"] for row in refill]
                 drawn += extra * num_processes
@@ -336,12 +351,15 @@ class DAPOTrainer(GRPOTrainer):
                 )
             )
             kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
+            self._backoff.observe_round(int(informative.sum()), informative.numel())
             if bool((kept_per_process >= groups_needed).all()):
                 exhausted = False
                 break
-        if exhausted:
-            self._on_rounds_exhausted(int(kept_per_process.min()), groups_needed)
-
+            if self._backoff.mode is SamplingMode.BACKOFF:  # more rounds would not fill the batch
+                break
+        if exhausted and not backing_off:  # once backing off, the back-off notice has said it all
+            self._on_rounds_exhausted(len(rounds), int(kept_per_process.min()), groups_needed)
+        backing_off = self._announce_backoff(was_backing_off=backing_off)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
         generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = _assemble(
@@ -374,8 +392,28 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/groups_kept_fraction"].append(int(kept_per_process.sum()) / groups_sampled)
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
+        metrics["dynamic_sampling/backoff"].append(float(backing_off))
         self._check_filter_filters(informative_sampled == groups_sampled)
         return generation, batch_inputs, batch_prompts
+
+    def _announce_backoff(self, was_backing_off: bool) -> bool:
+        """Say when dynamic sampling starts or stops backing off (the first time as a warning). Returns the mode."""
+        backing_off = self._backoff.mode is SamplingMode.BACKOFF
+        if backing_off and not was_backing_off:
+            message = (
+                f"Dynamic sampling is backing off at step {self.state.global_step}: fewer than "
+                f"{self._backoff.threshold:.2%} of the recent prompt groups were informative, so over-sampling "
+                "cannot fill a batch. Until informative groups reappear, each step generates one plain batch whose "
+                "uninformative groups train on nothing; see the metric dynamic_sampling/backoff. Check that the "
+                "task suits the model and that the reward discriminates."
+            )
+            if self.args.dynamic_sampling_on_exhausted == "raise":
+                raise RuntimeError(message + " Stopping, as dynamic_sampling_on_exhausted='raise' asks.")
+            (logger.info if self._backoff_announced else logger.warning)(message)
+            self._backoff_announced = True
+        elif was_backing_off and not backing_off:
+            logger.info(f"Dynamic sampling over-samples again at step {self.state.global_step}.")
+        return backing_off
 
     def _fit_tool_dicts(self, num_rows: int):
         """TRL builds one tool dict per row of the batch; a round may hold more or fewer rows (same tools)."""
@@ -428,10 +466,10 @@ class DAPOTrainer(GRPOTrainer):
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
 
-    def _on_rounds_exhausted(self, fewest_kept: int, groups_needed: int):
+    def _on_rounds_exhausted(self, rounds_run: int, fewest_kept: int, groups_needed: int):
         message = (
-            f"Dynamic sampling ran {self.args.dynamic_sampling_max_rounds} generation rounds "
-            f"(dynamic_sampling_max_rounds) at step {self.state.global_step} and a process still holds only "
+            f"Dynamic sampling ran {rounds_run} generation round(s) (at most dynamic_sampling_max_rounds="
+            f"{self.args.dynamic_sampling_max_rounds}) at step {self.state.global_step} and a process still holds only "
             f"{fewest_kept} of its {groups_needed} informative prompt groups: most groups get identical rewards "
             "(the task is too easy or too hard for the model, or the reward does not discriminate)."
         )
