@@ -43,8 +43,15 @@ __all__ = [
 
 TEXT_FORMATS = ("hermes", "json")
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", flags=re.DOTALL)
+_QWEN_XML_FUNCTION = re.compile(r"<function=([^\n>]+)>")
+_QWEN_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*)", flags=re.DOTALL)
+_GLM_FUNCTION = re.compile(r"[^\s<>{}\[\]\"]+")
+_GLM_ARGUMENT = re.compile(r"<arg_key>([^<]+)</arg_key>\s*<arg_value>(.*)", flags=re.DOTALL)
+_OBJECT_START = re.compile(r'\{\s*"')
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _JSON_INTEGER = re.compile(r"-?(?:0|[1-9]\d*)")
+# Free-text JSON objects that fail to decode before the scan of a completion gives up.
+_MAX_FAILED_DECODES = 1000
 # Above this many (pairable predicted calls) x (reference subsets) x (reference calls), the exact matching gives
 # way to a greedy one: a reference with more than a dozen calls is rare, a model spamming calls is not.
 _EXACT_MATCHING_BUDGET = 200_000
@@ -155,11 +162,22 @@ def _json_calls_in_text(text: str) -> list[ToolCall]:
     prose), left to right. An object that is not a call is skipped whole, so a call-shaped value nested in other
     data is not taken for a call; arrays of calls are read element by element."""
     decoder = json.JSONDecoder(parse_constant=_refuse_constant)
-    calls, position = [], 0
-    while (start := text.find("{", position)) != -1:
+    calls, position, failures = [], 0, 0
+    # Only an object with a first key can be a call: skipping `{{`, `{}` and TeX groups keeps long texts fast.
+    while (found := _OBJECT_START.search(text, position)) is not None:
+        start = found.start()
         try:
             value, end = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
+        except json.JSONDecodeError as error:
+            # What the decoder read before failing lies inside one broken object: not calls of their own.
+            position = max(start + 1, error.pos)
+            failures += 1
+            if failures > _MAX_FAILED_DECODES:
+                break  # each failure costs O(position) (the error counts lines): bound degenerate output
+            continue
+        except RecursionError:
+            break  # nesting past Python's recursion limit: degenerate output, and every later start would recurse
+        except ValueError:
             position = start + 1
             continue
         calls.extend(_calls_in_json_value(value))
@@ -167,9 +185,43 @@ def _json_calls_in_text(text: str) -> list[ToolCall]:
     return calls
 
 
+def _tagged_arguments(body: str, open_tag: str, pattern: re.Pattern, close_tag: str) -> dict[str, str]:
+    """`{key: value}` from `open_tag...close_tag` pairs, in linear time: each value ends at the next `close_tag`,
+    and its pair starts at the last `open_tag` before it (a regex with a lazy group would rescan the rest of the
+    text for every unclosed tag of a degenerate completion)."""
+    arguments = {}
+    for chunk in body.split(close_tag)[:-1]:
+        position = chunk.rfind(open_tag)
+        match = pattern.match(chunk, position) if position != -1 else None
+        if match:
+            arguments[match.group(1).strip()] = match.group(2).strip()
+    return arguments
+
+
+def _xml_call(block: str) -> ToolCall | None:
+    """A call written as tags inside a `<tool_call>` block, as the Qwen3.5 / Nemotron 3 templates render it
+    (`<function=NAME><parameter=KEY>VALUE</parameter>...</function>`) or the GLM-4 ones (`NAME<arg_key>KEY
+    </arg_key><arg_value>VALUE</arg_value>...`). Values stay text, as TRL keeps them without a tool schema;
+    `values_equal` reads `"3"` as 3 and `"true"` as true."""
+    match = _QWEN_XML_FUNCTION.match(block)
+    if match:
+        body = block[match.end() :].rstrip().removesuffix("</function>")
+        return ToolCall(
+            match.group(1).strip(), _tagged_arguments(body, "<parameter=", _QWEN_XML_PARAMETER, "</parameter>")
+        )
+    match = _GLM_FUNCTION.match(block)
+    if match:
+        body = block[match.end() :]
+        arguments = _tagged_arguments(body, "<arg_key>", _GLM_ARGUMENT, "</arg_value>")
+        if arguments or not body.strip():
+            return ToolCall(match.group(0), arguments)
+    return None
+
+
 def _hermes_calls_in_text(text: str) -> list[ToolCall] | None:
-    """Calls in `<tool_call>...</tool_call>` blocks, or None if the text has no such block. A block may hold one
-    call or a JSON array of calls; one that is not JSON, or not closed (truncated), is an unreadable call."""
+    """Calls in `<tool_call>...</tool_call>` blocks, or None if the text has no such block. A block holds one
+    JSON call, a JSON array of calls, or one call in the tag forms of `_xml_call`; a block that is none of these,
+    or is not closed (truncated), is an unreadable call."""
     if "<tool_call>" not in text:
         return None
     calls = []
@@ -177,10 +229,11 @@ def _hermes_calls_in_text(text: str) -> list[ToolCall] | None:
         if not match.group(0).endswith("</tool_call>"):
             calls.append(MALFORMED_CALL)
             continue
+        block = match.group(1).strip()
         try:
-            value = _loads(match.group(1).strip())
+            value = _loads(block)
         except ValueError:
-            calls.append(MALFORMED_CALL)
+            calls.append(_xml_call(block) or MALFORMED_CALL)
             continue
         items = value if isinstance(value, list) else [value]
         calls.extend(_call_from_object(item) or MALFORMED_CALL for item in items)
