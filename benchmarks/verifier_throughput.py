@@ -1,18 +1,24 @@
-"""Throughput of the `math` verifier: pooled vs one at a time, and vs `trl.rewards.accuracy_reward`.
+"""Throughput of the `math` verifier on batches shaped like training, vs `trl.rewards.accuracy_reward`.
 
-The same batches of mixed completions (right and wrong answers: fractions and decimals, sets, factored and
-expanded expressions, intervals, percent, `Answer:` lines, answers in prose, after ~0.5 kB of reasoning;
-every item has its own numbers, and every repetition its own batch, so no parse cache helps) are verified
+A batch holds `--prompts` prompts x G = 16 completions (a GRPO/DAPO generation batch). Each completion has
+its own ~0.5 kB of reasoning, then a final answer; references mix fractions and decimals, sets, factored and
+expanded expressions, intervals, percent, `Answer:` lines, answers in prose, radicals and worked solutions.
 
-- one at a time in this process (`verify_math_answer`, math-verify's signal timeouts on, as a plain reward
-  function running in the main thread would);
-- by the registered `math` reward through the process pool, with 1 worker and with `--workers` workers
-  (workers started and warm beforehand: start-up is reported separately);
-- by `trl.rewards.accuracy_reward`, one at a time in this process (conversational completions, as it expects).
+- **realistic**: the answers of a group repeat as a policy's do: about half the group gives the right answer
+  (in one or two written forms), the rest one of two or three wrong answers;
+- **all-distinct**: every completion of a group gives a different final answer (right ones in different
+  written forms, wrong ones all different), so no two (reference, answer) pairs of a batch are equal.
+
+Every repetition draws new prompts, so no verdict is reused across repetitions. Verifiers, all timed in one
+run, alternating, on the same batches:
+
+- `math`, the registered reward through its process pool (`--workers`, warm; verifies each distinct
+  (reference, final answer) pair of a batch once);
+- `math`, one at a time in this process (`verify_math_answer` per completion, no reuse);
+- `trl.rewards.accuracy_reward`, in this process (conversational completions, as it expects).
 
 Verifications per second = completions / wall-clock seconds of the batch call (median over `--repeats`).
-Agreement: the fraction of completions on which the two verifiers give the same verdict; accuracy: the
-fraction of verdicts that match how the completion was built (right or wrong answer).
+The script checks that the pooled verdicts equal the one-at-a-time verdicts, completion by completion.
 
     python benchmarks/verifier_throughput.py --out benchmarks/results/verifier_throughput.json
     python benchmarks/verifier_throughput.py --quick
@@ -29,7 +35,7 @@ import _common  # noqa: F401  (offline environment, import path)
 from _common import format_table, machine_info, median, write_json
 
 from trl_ext.rewards import get_reward
-from trl_ext.rewards.math_equivalence import verify_math_answer
+from trl_ext.rewards.math_equivalence import extract_final_answer, verify_math_answer
 from trl_ext.rewards.pool import default_num_workers
 
 REASONING = (
@@ -39,48 +45,71 @@ REASONING = (
 )
 
 
-def make_batch(size: int, seed: int = 0) -> tuple[list[str], list[str], list[bool]]:
-    """`size` (reference, completion) pairs, about 60% right, each with its own numbers, and whether each
-    completion is right by construction."""
+GROUP_SIZE = 16
+
+
+def _problem(kind: int, rng: random.Random) -> tuple[str, list[str], list[str]]:
+    """One prompt's reference, right final answers (several written forms) and wrong final answers."""
+    a, b = rng.randint(2, 97), rng.randint(2, 97)
+    if kind == 0:  # fraction vs decimal
+        return rf"\frac{{{a}}}{{{a * 4}}}", [r"\boxed{0.25}", r"\boxed{\frac{1}{4}}", r"\boxed{1/4}"], [
+            rf"\boxed{{{0.25 + step / 100:g}}}" for step in range(1, 40)]
+    if kind == 1:  # sets in another order
+        return rf"\{{{a}, {a + b}\}}", [rf"\boxed{{\{{{a + b}, {a}\}}}}", rf"\boxed{{\{{{a}, {a + b}\}}}}"], [
+            rf"\boxed{{\{{{a + b}, {a + step}\}}}}" for step in range(1, 40)]
+    if kind == 2:  # factored vs expanded
+        return f"x(x+{a})", [rf"\boxed{{x^2+{a}x}}", rf"\boxed{{x(x+{a})}}", rf"\boxed{{{a}x+x^2}}"], [
+            rf"\boxed{{x^2+{a + step}x}}" for step in range(1, 40)]
+    if kind == 3:  # intervals
+        return f"({a}, {a + b}]", [rf"\boxed{{\left({a}, {a + b}\right]}}", rf"\boxed{{({a},{a + b}]}}"], [
+            rf"\boxed{{\left({a}, {a + b + step}\right)}}" for step in range(1, 40)]
+    if kind == 4:  # DAPO-style answer line
+        return str(a * b), [f"Answer: {a * b}", f"Answer: ${a * b}$"], [f"Answer: {a * b + step}" for step in range(1, 40)]
+    if kind == 5:  # shorthand TeX
+        return f"{a}/{b}", [rf"\boxed{{\frac{{{a}}}{{{b}}}}}", rf"\boxed{{\dfrac{{{2 * a}}}{{{2 * b}}}}}"], [
+            rf"\boxed{{\frac{{{a + step}}}{{{b}}}}}" for step in range(1, 40)]
+    if kind == 6:  # percent
+        return rf"{a}\%", [rf"\boxed{{{a / 100:g}}}", rf"\boxed{{{a}\%}}"], [
+            rf"\boxed{{{(a + step) / 100:g}}}" for step in range(1, 40)]
+    if kind == 7:  # answer in prose
+        return str(a + b), [f"Therefore, the final answer is ${a + b}$."], [
+            f"Therefore, the final answer is ${a + b + step}$." for step in range(1, 40)]
+    if kind == 8:  # radicals
+        return rf"{a}\sqrt{{2}}", [rf"\boxed{{\sqrt{{{2 * a * a}}}}}", rf"\boxed{{{a}\sqrt{{2}}}}"], [
+            rf"\boxed{{\sqrt{{{2 * a * a + step}}}}}" for step in range(1, 40)]
+    return rf"Adding gives $\boxed{{{a + 2 * b}}}$.", [rf"\boxed{{{a + 2 * b}}}"], [  # a worked solution
+        rf"\boxed{{{a + 2 * b + step}}}" for step in range(1, 40)]
+
+
+def make_batch(num_prompts: int, distinct: bool, seed: int = 0) -> tuple[list[str], list[str], list[bool]]:
+    """`num_prompts x GROUP_SIZE` (reference, completion) pairs and whether each completion is right.
+
+    `distinct=False` (realistic): per group, each completion is right with probability 0.5, in one of the
+    group's (at most two) favourite written forms, else one of the group's two or three wrong answers.
+    `distinct=True`: every completion of a group has a final answer no other completion of the group has.
+    """
     rng = random.Random(seed)
     references, completions, truths = [], [], []
-    for index in range(size):
-        a, b = rng.randint(2, 97), rng.randint(2, 97)
-        kind = index % 10
-        right = rng.random() < 0.6
-        if kind == 0:  # fraction vs decimal
-            reference = rf"\frac{{{a}}}{{{a * 4}}}"
-            answer = rf"\boxed{{{0.25 if right else 0.26}}}"
-        elif kind == 1:  # sets in another order
-            reference = rf"\{{{a}, {a + b}\}}"
-            answer = rf"\boxed{{\{{{a + b}, {a if right else a + 1}\}}}}"
-        elif kind == 2:  # factored vs expanded
-            reference = f"x(x+{a})"
-            answer = rf"\boxed{{x^2+{a if right else a + 1}x}}"
-        elif kind == 3:  # intervals
-            reference = f"({a}, {a + b}]"
-            answer = rf"\boxed{{\left({a}, {a + b}\right{']' if right else ')'}}}"
-        elif kind == 4:  # DAPO-style answer line
-            reference = str(a * b)
-            answer = f"Answer: {a * b if right else a * b + 1}"
-        elif kind == 5:  # shorthand TeX
-            reference = f"{a}/{b}"
-            answer = rf"\boxed{{\frac{{{a if right else a + 1}}}{{{b}}}}}"
-        elif kind == 6:  # percent
-            reference = rf"{a}\%"
-            answer = rf"\boxed{{{round(a / 100 + (0 if right else 0.5), 2)}}}"
-        elif kind == 7:  # answer in prose
-            reference = str(a + b)
-            answer = f"Therefore, the final answer is ${a + b if right else a + b + 2}$."
-        elif kind == 8:  # radicals
-            reference = rf"{a}\sqrt{{2}}"
-            answer = rf"\boxed{{\sqrt{{{2 * a * a if right else 2 * a * a + 1}}}}}"
-        else:  # a worked solution as the reference
-            reference = rf"Adding gives $\boxed{{{a + 2 * b}}}$."
-            answer = rf"\boxed{{{a + 2 * b if right else a - 2 * b}}}"
-        references.append(reference)
-        completions.append(REASONING + answer)
-        truths.append(right)
+    for prompt in range(num_prompts):
+        reference, right_forms, wrong_answers = _problem(prompt % 10, rng)
+        if distinct:
+            # A right answer can be written only so many ways; the rest of the group is wrong, all different.
+            finals = [(form, True) for form in right_forms]
+            finals += [(wrong, False) for wrong in rng.sample(wrong_answers, GROUP_SIZE - len(finals))]
+            rng.shuffle(finals)
+        else:
+            favourites = right_forms[: rng.randint(1, min(2, len(right_forms)))]
+            usual_wrong = rng.sample(wrong_answers, rng.randint(2, 3))
+            finals = [
+                (rng.choice(favourites), True) if rng.random() < 0.5 else (rng.choice(usual_wrong), False)
+                for _ in range(GROUP_SIZE)
+            ]
+        for sample, (final, right) in enumerate(finals):
+            # Every completion's reasoning differs (as sampled text does); only the final answers repeat.
+            reasoning = REASONING.replace("step by step", f"step by step (attempt {prompt}.{sample})")
+            references.append(reference)
+            completions.append(reasoning + final)
+            truths.append(right)
     return references, completions, truths
 
 
@@ -111,116 +140,104 @@ def time_pathological_inputs(timeout: float) -> dict[str, tuple[float, float | N
     return timings
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=2000, help="completions in the batch")
-    parser.add_argument("--workers", type=int, default=default_num_workers(), help="pool size for the pooled run")
+    parser.add_argument("--prompts", type=int, default=128, help="prompts per batch (x 16 completions)")
+    parser.add_argument("--workers", type=int, default=default_num_workers(), help="pool size for `math`")
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions (median reported)")
-    parser.add_argument("--quick", action="store_true", help="200 completions, one repetition")
+    parser.add_argument("--quick", action="store_true", help="8 prompts, one repetition")
     parser.add_argument("--out", default=None, help="write the results as JSON to this path")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
-        args.size, args.repeats = 200, 1
+        args.prompts, args.repeats = 8, 1
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    size = args.prompts * GROUP_SIZE
+    print(f"batch: {args.prompts} prompts x G={GROUP_SIZE} = {size} completions, pool workers: {args.workers}, "
+          f"repeats: {args.repeats}\n")
 
-    batches = [make_batch(args.size, seed=100 + repeat) for repeat in range(args.repeats)]
-    print(f"batch: {args.size} completions, pool workers: {args.workers}, repeats: {args.repeats}\n")
+    from trl.rewards import accuracy_reward
 
-    rows, results = [], {}
-
-    def measure(label: str, verify_batch) -> None:
-        """Time `verify_batch(references, completions) -> verdicts` on each batch; record the median rate."""
-        seconds, verdicts = [], []
-        for references, completions, _ in batches:
-            elapsed, batch_verdicts = timed(lambda: verify_batch(references, completions))
-            seconds.append(elapsed)
-            verdicts += batch_verdicts
-        rate = args.size / median(seconds)
-        results[label] = {"verifications_per_s": rate, "seconds": median(seconds), "verdicts": verdicts}
-        rows.append([label, rate, median(seconds)])
+    reward = get_reward("math", num_workers=args.workers, asynchronous=False)
+    warm_references, warm_completions, _ = make_batch(4, distinct=True, seed=1)
+    cold_start, _ = timed(lambda: reward(completions=warm_completions, solution=warm_references))
+    for reference, completion in zip(warm_references, warm_completions):
+        verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
+    accuracy_reward([[{"role": "assistant", "content": c}] for c in warm_completions], warm_references)
 
     def as_verdicts(scores: list) -> list:
         return [None if score is None else score > 0 for score in scores]
 
-    # One at a time, in this (main) thread, after warming sympy and math-verify up on other items.
-    warm_references, warm_completions, _ = make_batch(50, seed=1)
-    for reference, completion in zip(warm_references, warm_completions):
-        verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
-    measure(
-        "one at a time, in process",
-        lambda references, completions: [
-            verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
-            for reference, completion in zip(references, completions)
+    methods = {
+        "math, pooled": lambda refs, comps: as_verdicts(reward(completions=comps, solution=refs)),
+        "math, one at a time in process": lambda refs, comps: [
+            verify_math_answer(r, c, parsing_timeout=5, verify_timeout=5) for r, c in zip(refs, comps)
         ],
-    )
-
-    startup = {}
-    for workers in sorted({1, args.workers}):
-        reward = get_reward("math", num_workers=workers, asynchronous=False)
-        # Cold start: spawn the workers and load math-verify (on the warm-up items, not the timed ones).
-        startup[workers], _ = timed(lambda: reward(completions=warm_completions, solution=warm_references))
-        measure(
-            f"pooled, {workers} worker(s)",
-            lambda references, completions: as_verdicts(reward(completions=completions, solution=references)),
-        )
-        reward.pool().close()
-
-    from trl.rewards import accuracy_reward
-
-    accuracy_reward([[{"role": "assistant", "content": c}] for c in warm_completions], warm_references)
-    measure(
-        "trl accuracy_reward, in process",
-        lambda references, completions: as_verdicts(
-            accuracy_reward([[{"role": "assistant", "content": c}] for c in completions], references)
+        "trl accuracy_reward, in process": lambda refs, comps: as_verdicts(
+            accuracy_reward([[{"role": "assistant", "content": c}] for c in comps], refs)
         ),
-    )
-
-    ours = results[f"pooled, {args.workers} worker(s)"]["verdicts"]
-    in_process = [None if v is None else bool(v) for v in results["one at a time, in process"]["verdicts"]]
-    assert ours == in_process, "pooled and in-process verdicts differ"
-    trl_verdicts = results["trl accuracy_reward, in process"]["verdicts"]
-    agreement = sum(a == b for a, b in zip(ours, trl_verdicts)) / len(ours)
-    expected_right = sum(1 for v in ours if v) / len(ours)
-    truths = [truth for *_, batch_truths in batches for truth in batch_truths]
-    accuracy = {
-        label: sum(verdict == truth for verdict, truth in zip(verdicts, truths)) / len(truths)
-        for label, verdicts in (("math", ours), ("trl accuracy_reward", trl_verdicts))
     }
+    shapes = {"realistic": False, "all-distinct": True}
+    results, rows = {}, []
+    for shape, distinct in shapes.items():
+        seconds = {name: [] for name in methods}
+        verdicts = {name: [] for name in methods}
+        truths, distinct_pairs = [], []
+        for repeat in range(args.repeats):
+            references, completions, batch_truths = make_batch(args.prompts, distinct, seed=100 + repeat)
+            truths += batch_truths
+            distinct_pairs.append(len({(r, extract_final_answer(c)) for r, c in zip(references, completions)}))
+            # Alternate the order each repetition, so a change in the machine's load hits every method alike.
+            order = list(methods) if repeat % 2 == 0 else list(reversed(methods))
+            for name in order:
+                elapsed, batch_verdicts = timed(lambda: methods[name](references, completions))
+                seconds[name].append(elapsed)
+                verdicts[name] += batch_verdicts
+        pooled = verdicts["math, pooled"]
+        assert pooled == [None if v is None else bool(v) for v in verdicts["math, one at a time in process"]], (
+            "pooled (deduplicated) and one-at-a-time verdicts differ"
+        )
+        entry = {"distinct_pairs_per_batch": median(distinct_pairs), "completions": size}
+        for name in methods:
+            entry[name] = {
+                "verifications_per_s": size / median(seconds[name]),
+                "seconds": seconds[name],
+                "verdicts_matching_construction": sum(v == t for v, t in zip(verdicts[name], truths)) / len(truths),
+            }
+            rows.append([shape, name, size / median(seconds[name]), median(seconds[name])])
+        base = entry["trl accuracy_reward, in process"]["verifications_per_s"]
+        entry["speedup_vs_trl_accuracy_reward"] = entry["math, pooled"]["verifications_per_s"] / base
+        entry["speedup_one_at_a_time_vs_trl"] = entry["math, one at a time in process"]["verifications_per_s"] / base
+        results[shape] = entry
 
-    print(format_table(["method", "verifications/s", "batch seconds"], rows))
-    cold = ", ".join(f"{workers} worker(s) {seconds:.1f} s" for workers, seconds in startup.items())
-    print(f"\nworker cold start (spawn + import + load math-verify): {cold}")
-    print(f"verdicts: {expected_right:.1%} judged correct by `math` ({sum(truths) / len(truths):.1%} right by "
-          f"construction); agreement with accuracy_reward {agreement:.1%}")
-    matching = ", ".join(f"{label} {value:.1%}" for label, value in accuracy.items())
-    print(f"verdicts matching the construction: {matching}")
-    base = results["one at a time, in process"]["verifications_per_s"]
-    pooled = results[f"pooled, {args.workers} worker(s)"]["verifications_per_s"]
-    print(f"speed-up of the pool ({args.workers} workers) over one at a time: {pooled / base:.2f}x")
+    print(format_table(["batch", "method", "verifications/s", "batch seconds"], rows))
+    targets = {"realistic": 3.0, "all-distinct": 1.7}
+    for shape, entry in results.items():
+        print(f"{shape}: `math` pooled / accuracy_reward = {entry['speedup_vs_trl_accuracy_reward']:.2f}x "
+              f"(target >= {targets[shape]}x); distinct (reference, answer) pairs per batch: "
+              f"{entry['distinct_pairs_per_batch']:.0f} of {size}; verdicts matching the construction: "
+              + ", ".join(f"{name} {entry[name]['verdicts_matching_construction']:.1%}" for name in methods))
+    print(f"worker cold start (spawn + import + load math-verify): {cold_start:.1f} s")
+    reward.pool().close()
 
     pathological = time_pathological_inputs(timeout=PATHOLOGICAL_TIMEOUT)
     print(f"\npathological inputs, `math` with timeout={PATHOLOGICAL_TIMEOUT:g} s (target: at most timeout + 0.5 s):")
     print(format_table(["input", "seconds", "score"], [[name, f"{t:.2f}", score] for name, (t, score) in pathological.items()]))
 
-    for entry in results.values():
-        entry.pop("verdicts")
-    write_json(
-        args.out,
-        {
-            "benchmark": "verifier_throughput",
-            "size": args.size,
-            "workers": args.workers,
-            "repeats": args.repeats,
-            "results": results,
-            "cold_start_seconds": startup,
-            "fraction_correct": expected_right,
-            "agreement_with_trl_accuracy_reward": agreement,
-            "verdict_accuracy_vs_construction": accuracy,
-            "pathological_timeout_seconds": PATHOLOGICAL_TIMEOUT,
-            "pathological_seconds": {name: seconds for name, (seconds, _) in pathological.items()},
-            "machine": machine_info(),
-        },
-    )
+    summary = {
+        "benchmark": "verifier_throughput",
+        "prompts": args.prompts,
+        "group_size": GROUP_SIZE,
+        "workers": args.workers,
+        "repeats": args.repeats,
+        "results": results,
+        "targets": targets,
+        "cold_start_seconds": cold_start,
+        "pathological_timeout_seconds": PATHOLOGICAL_TIMEOUT,
+        "pathological_seconds": {name: seconds for name, (seconds, _) in pathological.items()},
+        "machine": machine_info(),
+    }
+    write_json(args.out, summary)
+    return summary
 
 
 if __name__ == "__main__":

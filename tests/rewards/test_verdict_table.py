@@ -82,6 +82,55 @@ MATH_TABLE = [
     (r"We add them, so the total is $\boxed{42}$.", r"\boxed{42}", True),
     ("48/2 = <<48/2=24>>24 clips in May.\n#### 72", r"\boxed{72}", True),
     (r"\begin{pmatrix}1\\2\end{pmatrix}", r"\boxed{\begin{pmatrix}1\\2\end{pmatrix}}", True),
+    # MATH's thousands separator `,\!`
+    (r"10,\!000", r"\boxed{10000}", True),
+    (r"10,\!000", r"\boxed{10,000}", True),
+    (r"10,\!000", r"\boxed{1000}", False),
+    (r"\boxed{11,\! 111,\! 111,\! 100}", r"\boxed{11111111100}", True),
+    (r"11,\! 111,\! 111,\! 100", r"\boxed{11111111000}", False),
+    ("1000", r"\boxed{1 000}", True),
+    # vectors and matrices with spaced row breaks
+    (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\boxed{\begin{pmatrix}1\\2\end{pmatrix}}", True),
+    (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\boxed{\begin{pmatrix}2\\1\end{pmatrix}}", False),
+    (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\boxed{12}", False),
+    (r"\begin{pmatrix} 2 & 0 \\ 0 & 3 \end{pmatrix}", r"\boxed{\begin{bmatrix}2&0\\0&3\end{bmatrix}}", True),
+    (r"\begin{pmatrix} 2 & 0 \\ 0 & 3 \end{pmatrix}", r"\boxed{\begin{pmatrix}3&0\\0&2\end{pmatrix}}", False),
+    # references with several boxes: every box of the last run is part of the answer
+    (r"\(\boxed{1}\) and \(\boxed{-2}\)", r"\boxed{-2, 1}", True),
+    (r"\(\boxed{1}\) and \(\boxed{-2}\)", r"$\boxed{1}$ or $\boxed{-2}$", True),
+    (r"\(\boxed{1}\) and \(\boxed{-2}\)", r"\boxed{-2}", False),
+    (r"\(\boxed{1}\) and \(\boxed{-2}\)", r"\boxed{1}", False),
+    ("$1$ and $2$ and $3$", r"\boxed{1,2,3}", True),
+    # sympy cannot evaluate them (division by zero), but the text is the same: math-verify's string comparison
+    ("12:00", r"\boxed{12:00}", True),
+    (r"10:00 \text{ a.m.}", r"\boxed{10:00 \text{ a.m.}}", True),
+    ("12:00", r"\boxed{1:00}", False),
+    ("12:00", r"\boxed{12}", False),
+    # math-verify's default normalisation: malformed operators, leading decimal point
+    ("1024", r"\boxed{2^(10)}", True),
+    ("2", r"\boxed{2^(10)}", False),
+    (r"10^{-10}", r"\boxed{10^(-10)}", True),
+    (r"10^{-10}", r"\boxed{10^(10)}", False),
+    ("0.4", r"\boxed{.4}", True),
+    # TeX shorthand with command or letter arguments, which math-verify misreads on its own
+    (r"\frac{\pi}{2}", r"\boxed{\frac\pi2}", True),
+    (r"\sqrt[3]{8}", r"\boxed{\sqrt[3]8}", True),
+    # an "answer:" phrase after the last box is prose, not a new answer
+    ("5", r"\boxed{5}. Let me double check the answer: substituting back works.", True),
+    ("6", r"\boxed{5}. Let me double check the answer: substituting back works.", False),
+    ("34", r"\boxed{12} ... Answer: 34", True),
+    ("10455", r"So $\boxed{255}$ in interest. Final Answer: The final answer is $10,455$. I hope it is correct.", True),
+    ("255", r"So $\boxed{255}$ in interest. Final Answer: The final answer is $10,455$. I hope it is correct.", False),
+    # an answer that is only math, or carries a unit or percent word
+    (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"$$\begin{pmatrix}1&2\\3&4\end{pmatrix}$$", True),
+    (r"28\%", "28 percent", True),
+    ("1/3", r"$\frac{1}{3} \text{meters}$", True),
+    (r"\text{Even}", "$Even$", True),
+    (r"\text{Even}", "$Odd$", False),
+    # an inequality for a reference that can only be an interval; `(1, 2)` may be a point, so not for it
+    (r"(3, \infty)", r"\boxed{x > 3}", True),
+    (r"(3, \infty)", r"\boxed{x \geq 3}", False),
+    ("(1,2)", r"\boxed{1 < x < 2}", False),
     # unusable references: cannot judge
     ("", r"\boxed{5}", None),
     (r"\$", r"\boxed{5}", None),

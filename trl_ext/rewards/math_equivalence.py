@@ -24,7 +24,9 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +35,18 @@ from .extraction import auto_answer, boxed_spans, gsm8k_answer, last_boxed, read
 from .pool import TimeoutPool, shared_pool
 from .registry import register_reward
 
-__all__ = ["MathReward", "MathVerifier", "extract_math_answer", "normalize_math_answer", "verify_math_answer"]
+__all__ = [
+    "FinalAnswer",
+    "MathReward",
+    "MathVerifier",
+    "VerdictCache",
+    "distinct_items",
+    "extract_final_answer",
+    "extract_math_answer",
+    "normalize_math_answer",
+    "verify_final_answer",
+    "verify_math_answer",
+]
 
 _UNICODE = {
     "−": "-", "–": "-", "×": r"\times ", "÷": r"\div ", "·": r"\cdot ", "π": r"\pi ", "∞": r"\infty ",
@@ -130,27 +143,27 @@ class FinalAnswer:
 
     text: the marked answer (last box, `Answer:` line, `<answer>` tag, or a completion that is only the
         answer), or None when there is none.
-    box_run: the completion's last run of boxes joined by commas (`\\boxed{2} and \\boxed{3}` -> `2,3`), when
-        it holds more than one box: a reference with several answers may be answered one box each.
+    boxes: the completion from its first box on, when it has more than one: a reference with several answers
+        may be answered one box each (`\\boxed{2} and \\boxed{3}` for `2, 3`); the worker reads the last run
+        of boxes from it by math-verify's rule.
     unmarked: the whole completion when `text` is None, for math-verify's search of an anchored answer
         ("the final answer is $x$"); else None.
     """
 
     text: str | None
-    box_run: str | None = None
+    boxes: str | None = None
     unmarked: str | None = None
 
 
 def extract_final_answer(completion: str) -> FinalAnswer:
     """The `FinalAnswer` of a completion: string work only, cheap enough to run in the trainer process."""
     text = extract_math_answer(completion)
-    box_run = None
-    if len(boxed_spans(completion)) > 1:
-        from latex2sympy2_extended.math_normalization import extract_boxed_content
-
-        run = extract_boxed_content(completion, mode="last")
-        box_run = run if "," in run else None
-    return FinalAnswer(text=text, box_run=box_run, unmarked=completion if text is None else None)
+    spans = boxed_spans(completion)
+    return FinalAnswer(
+        text=text,
+        boxes=completion[spans[0][0] :] if len(spans) > 1 else None,
+        unmarked=completion if text is None else None,
+    )
 
 
 def extract_math_answer(text: str) -> str | None:
@@ -334,8 +347,11 @@ def _verify(reference: str, answer: FinalAnswer, parsing_timeout: int | None, ve
     if _equivalent(gold, predicted, verify_timeout, allow_set_relation_comp=interval):
         return True
     # A reference with several answers may be answered one box each: `\boxed{2} and \boxed{3}` for `2, 3`.
-    if answer.box_run is not None and _has_several_elements(gold[0]):
-        joined = list(_parse_answer(answer.box_run, parsing_timeout))
+    if answer.boxes is not None and _has_several_elements(gold[0]):
+        from latex2sympy2_extended.math_normalization import extract_boxed_content
+
+        run = extract_boxed_content(answer.boxes, mode="last")
+        joined = list(_parse_answer(run, parsing_timeout)) if "," in run else []
         return bool(joined) and _equivalent(gold, joined, verify_timeout, allow_set_relation_comp=False)
     return False
 
@@ -358,7 +374,8 @@ TIMED_OUT = "timeout"  # what a `MathVerifier` returns when math-verify's own ti
 
 @dataclass(frozen=True)
 class MathVerifier:
-    """Picklable job the pool runs: `(reference, completion) -> bool | None` with math-verify's own timeouts.
+    """Picklable job the pool runs: `(reference, completion or FinalAnswer) -> bool | None`, with math-verify's
+    own timeouts.
 
     In a pool worker the function runs in the worker's main thread, so math-verify's `signal.alarm` limits
     work there and stop most slow items cheaply; the pool's hard timeout (which kills the worker) is the
@@ -368,15 +385,61 @@ class MathVerifier:
     parsing_timeout: int | None = None
     verify_timeout: int | None = None
 
-    def __call__(self, item: tuple[str, str]) -> bool | None | str:
+    def __call__(self, item: tuple[str, str | FinalAnswer]) -> bool | None | str:
         logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # its timeout warnings; we report timeouts
-        reference, completion = item
+        reference, answer = item
+        if isinstance(answer, str):
+            answer = extract_final_answer(answer)
         try:
-            return verify_math_answer(
-                reference, completion, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
+            return verify_final_answer(
+                reference, answer, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
             )
         except TimeoutError:
             return TIMED_OUT
+
+
+def distinct_items(keys: list[Hashable]) -> tuple[list[Hashable], list[int]]:
+    """`keys` without repeats, in first-seen order, and for each key the index of its distinct item.
+
+    Shapes: `keys` (n,) -> distinct (d,), `index` (n,) with `distinct[index[i]] == keys[i]`, d <= n. In RL a
+    group holds G completions of one prompt and their final answers repeat, so d is often a few per group.
+    """
+    position: dict[Hashable, int] = {}
+    index = [position.setdefault(key, len(position)) for key in keys]
+    return list(position), index
+
+
+class VerdictCache:
+    """A bounded least-recently-used map `(reference, FinalAnswer) -> verdict`, safe across threads.
+
+    Across training steps the same prompts come back (epochs, and dynamic sampling's refills) with answers
+    the policy has given before; only finished verdicts are kept, never timeouts or crashes.
+    """
+
+    def __init__(self, max_size: int):
+        self.max_size = max_size
+        self._verdicts: OrderedDict[Hashable, bool | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> tuple[bool, bool | None]:
+        """`(found, verdict)`."""
+        with self._lock:
+            if key not in self._verdicts:
+                return False, None
+            self._verdicts.move_to_end(key)
+            return True, self._verdicts[key]
+
+    def put(self, key: Hashable, verdict: bool | None) -> None:
+        if self.max_size <= 0:
+            return
+        with self._lock:
+            self._verdicts[key] = verdict
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self.max_size:
+                self._verdicts.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
 
 
 @register_reward("math", aliases=("math_verify", "accuracy"), pooled=True)
@@ -391,8 +454,10 @@ class MathReward(Reward):
         on_timeout: "fail" scores a timed-out (or crashed) verification as wrong; "skip" returns None.
         num_workers: size of a private pool for this reward; None uses the process-wide shared pool
             (`TRL_EXT_REWARD_WORKERS` workers, default one per core).
+        cache_size: verdicts kept across calls, per (reference, final answer); 0 turns the cache off.
 
-    Returns None for a reference that cannot be parsed.
+    Returns None for a reference that cannot be parsed. Each distinct (reference, final answer) pair of a
+    batch is verified once and its verdict shared by every completion that gave that answer.
     """
 
     def __init__(
@@ -402,6 +467,7 @@ class MathReward(Reward):
         timeout: float = 10.0,
         on_timeout: Literal["fail", "skip"] = "fail",
         num_workers: int | None = None,
+        cache_size: int = 4096,
     ):
         self.correct_score, self.incorrect_score = scores_for(scoring, reward="math")
         if timeout <= 0:
@@ -412,8 +478,12 @@ class MathReward(Reward):
         self.scoring = scoring
         self.timeout = timeout
         self.on_timeout = on_timeout
+        if cache_size < 0:
+            raise ValueError(f"Reward 'math': cache_size must be >= 0 (0 turns the cache off), got {cache_size}.")
         self.num_workers = num_workers
+        self.cache_size = cache_size
         self._pool: TimeoutPool | None = None
+        self._cache = VerdictCache(cache_size)
 
     def _verifier(self) -> MathVerifier:
         # math-verify's signal timeouts sit below the hard limit, so they fire first on most slow items and
@@ -432,27 +502,50 @@ class MathReward(Reward):
         references = dataset_column(
             columns, self.reference_column, len(texts), reward=self.__name__, argument="reference_column"
         )
-        items, positions, rewards = [], [], [None] * len(texts)
+        keys, positions, rewards = [], [], [None] * len(texts)
         for index, (text, reference) in enumerate(zip(texts, references)):
             if reference is None or not str(reference).strip():
                 continue  # no reference: cannot judge
-            items.append((str(reference), text))
+            keys.append((str(reference), extract_final_answer(text)))
             positions.append(index)
-        failure = self.incorrect_score if self.on_timeout == "fail" else None
-        for index, outcome in zip(positions, self.pool().map(self._verifier(), items, self.timeout)):
+        distinct, index_of = distinct_items(keys)
+        verdicts: list[bool | None | str] = [None] * len(distinct)
+        pending = []
+        for number, key in enumerate(distinct):
+            found, verdict = self._cache.get(key)
+            if found:
+                verdicts[number] = verdict
+            else:
+                pending.append(number)
+        outcomes = self.pool().map(self._verifier(), [distinct[number] for number in pending], self.timeout)
+        for number, outcome in zip(pending, outcomes):
             if not outcome.ok or outcome.value == TIMED_OUT:  # killed at the hard limit, crashed, or timed out
+                verdicts[number] = TIMED_OUT
+            else:
+                verdicts[number] = outcome.value
+                self._cache.put(distinct[number], outcome.value)
+        failure = self.incorrect_score if self.on_timeout == "fail" else None
+        for index, number in zip(positions, index_of):
+            verdict = verdicts[number]
+            if verdict == TIMED_OUT:
                 rewards[index] = failure
-            elif outcome.value is not None:
-                rewards[index] = self.correct_score if outcome.value else self.incorrect_score
+            elif verdict is not None:
+                rewards[index] = self.correct_score if verdict else self.incorrect_score
         return rewards
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_pool"] = None  # processes do not travel; a copy starts its own pool when first called
+        state["_cache"] = None  # nor do verdicts (a lock cannot be pickled); a copy starts an empty cache
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._cache = VerdictCache(self.cache_size)
 
     def __repr__(self) -> str:
         return (
             f"MathReward(reference_column={self.reference_column!r}, scoring={self.scoring!r}, "
-            f"timeout={self.timeout}, on_timeout={self.on_timeout!r}, num_workers={self.num_workers})"
+            f"timeout={self.timeout}, on_timeout={self.on_timeout!r}, num_workers={self.num_workers}, "
+            f"cache_size={self.cache_size})"
         )
