@@ -15,9 +15,9 @@ def controller() -> BackoffController:
 
 def test_thresholds_from_the_config_defaults():
     defaults = BackoffController.from_config(max_oversampling=8.0, max_rounds=10)
-    assert defaults.threshold == pytest.approx(1 / 80) and defaults.evidence_groups == 80
+    assert defaults.threshold == pytest.approx(1 / 80) and defaults.evidence_groups == 160
     assert defaults.mode is SamplingMode.NORMAL
-    assert BackoffController.from_config(max_oversampling=2.0, max_rounds=3).evidence_groups == 6
+    assert BackoffController.from_config(max_oversampling=2.0, max_rounds=3).evidence_groups == 12
 
 
 def test_enters_only_with_enough_evidence():

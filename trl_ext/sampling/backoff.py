@@ -14,14 +14,16 @@ The thresholds (see `BackoffController.from_config`):
   without filling the batch even when every round generates the most it may (`max_rounds * max_oversampling`
   batches of prompts hold fewer than one batch of informative groups on average), so over-sampling only burns
   generation.
-- **evidence**: `evidence_groups = ceil(1 / threshold)` groups, the number that holds one informative group on
-  average at the threshold rate; with exactly that many, entering means none of them was informative. A wrong
-  entry is cheap (the next plain round that shows informative groups ends it), a late one costs up to a whole
-  over-sampled step, so little evidence is asked for. With the defaults (8x, 10 rounds): 80 groups, i.e. the first
-  two rounds of a step with a batch of 32 groups, or four rounds with a batch of 4.
+- **evidence**: `evidence_groups = ceil(2 / threshold)` groups, which hold two informative groups on average at
+  the threshold rate; with exactly that many, entering means at most one of them was informative. Less evidence
+  backs off too often at low but workable keep rates: in `benchmarks/dynamic_sampling_sim.py`, at 4x the threshold
+  (p = 0.05 with the defaults, where dynamic sampling fills a batch in about 3 rounds) `1 / threshold` groups put a
+  batch of 4 groups in back-off a quarter of the time, `2 / threshold` 2% of the time (the chance that 160 groups
+  at p = 0.05 show at most one informative group is about 0.3%). More evidence delays the back-off: with the
+  defaults (8x, 10 rounds) it is 160 groups, the first two rounds of a step for a batch of 18 groups or more.
 - **exit** after a back-off round whose informative fraction is at least the threshold and at least one group is
-  informative: with a per-round batch below `evidence_groups` groups, as soon as a round shows an informative
-  group. Exiting clears the evidence, so re-entering takes fresh evidence (hysteresis: the trainer does not flip
+  informative: with a plain round of fewer than `1 / threshold` groups (80 with the defaults), as soon as a round
+  shows an informative group. Exiting clears the evidence, so re-entering takes fresh evidence (hysteresis: the trainer does not flip
   back on the rounds that caused the first entry).
 """
 
@@ -68,7 +70,7 @@ class BackoffController:
         threshold = 1.0 / (max_oversampling * max_rounds)
         if threshold >= 1.0:  # one round of one batch: over-sampling is already off, back-off changes nothing
             threshold = 0.5
-        return cls(threshold=threshold, evidence_groups=math.ceil(1.0 / threshold - 1e-9))
+        return cls(threshold=threshold, evidence_groups=math.ceil(2.0 / threshold - 1e-9))
 
     def observe_round(self, informative: int, groups: int) -> bool:
         """Record one generation round (counts over all processes); returns True when the mode changed."""
