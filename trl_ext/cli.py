@@ -1,4 +1,5 @@
-"""`trl-ext` command line: `plot` a run's curves, `eval` pass@k of a model, list the registered `rewards`."""
+"""`trl-ext` command line: `plot` a run's curves, `eval` pass@k of a model, list the registered `rewards`, show
+which code `sandbox` backend this machine uses."""
 
 from __future__ import annotations
 
@@ -24,6 +25,24 @@ def _rewards(args: argparse.Namespace) -> int:
     for name, description in rewards.items():
         print(f"{name:<{width}}  {description}")
     return 0
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from .sandbox import Sandbox, SandboxUnavailableError, bwrap_binaries, cpp_compiler
+
+    found = bwrap_binaries()
+    print("bubblewrap found: " + (", ".join(f"{path} ({origin})" for path, origin in found) or "none"))
+    print(f"C++ compiler: {cpp_compiler() or 'none (apt-get install g++ for language=cpp)'}")
+    try:
+        sandbox = Sandbox(isolation=args.isolation)
+    except SandboxUnavailableError as error:
+        print(f"isolation: unavailable\n{error}")
+        return 1
+    print(f"isolation: {sandbox.describe()}")
+    result = sandbox.run_python("check.py", files={"check.py": "import os\nprint(os.getuid())"})
+    print(f"check run: {'ok' if result.ok else 'FAILED'} (uid {result.stdout.decode().strip() or '?'} in the sandbox, "
+          f"{result.wall_time * 1000:.0f} ms)")
+    return 0 if result.ok else 1
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -103,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     rewards = commands.add_parser("rewards", help="List the registered reward functions.")
     rewards.set_defaults(handler=_rewards)
+
+    sandbox = commands.add_parser(
+        "sandbox", help="Show which backend isolates the code sandbox here (exit status 1 if none can)."
+    )
+    sandbox.add_argument(
+        "--isolation", default="auto", choices=["auto", "bwrap", "unshare", "none"], help="Backend to check."
+    )
+    sandbox.set_defaults(handler=_sandbox)
 
     evaluate = commands.add_parser("eval", help="pass@k of a model on a dataset, scored by a registry reward.")
     evaluate.add_argument("--model", required=True, help="Hub name, local folder, or builtin:tiny-arithmetic.")

@@ -1,16 +1,12 @@
-"""The `code` reward: code extraction, test formats, scoring, and adversarial programs that must score 0.
+"""The `code` reward: code extraction, test formats, scoring, languages. Every program really runs in the sandbox.
 
-Every program really runs in the sandbox. The adversarial table needs namespaces (bubblewrap in CI): its
-fork bomb and `kill(-1)` rows would hit the test process's own PID space without them.
+The adversarial table (hostile programs that must score 0 under every backend) is in tests/sandbox/.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import pickle
-import shutil
-import socket
 import threading
 import time
 
@@ -21,16 +17,14 @@ from trl_ext.rewards import build_reward_funcs, call_reward, get_reward
 from trl_ext.rewards.code import (
     CodeReward,
     assert_test,
+    extract_cpp_code,
     extract_python_code,
     outputs_match,
     parse_tests,
 )
-from test_sandbox import leftover_processes
 
 MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
 TIMEOUT = 1.0
-HAS_BWRAP = shutil.which("bwrap") is not None
-requires_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed (apt-get install bubblewrap)")
 
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert 10 == add(4, 6)"]
@@ -38,16 +32,17 @@ SUM_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
 SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5", "output": "10"}]
 
 
-def fenced(code: str) -> str:
-    return f"Here is my solution.\n```python\n{code}```\nIt adds the numbers."
+CPP_SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << std::endl; }\n"
+
+
+def fenced(code: str, language: str = "python") -> str:
+    return f"Here is my solution.\n```{language}\n{code}```\nIt adds the numbers."
 
 
 @pytest.fixture(scope="module")
 def reward() -> CodeReward:
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
     reward = CodeReward(timeout=TIMEOUT, memory_mb=256)
-    assert reward.sandbox.isolation == "bwrap"
+    assert reward.sandbox.isolation == "bwrap"  # "auto" never settles for less than file-system isolation
     return reward
 
 
@@ -266,7 +261,7 @@ def test_batch_runs_in_parallel(reward):
 
 
 def test_limits_only_mode_still_scores_with_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox.core"):
         unisolated = CodeReward(timeout=TIMEOUT, isolation="none")
     assert any("without Linux namespaces" in record.getMessage() for record in caplog.records)
     assert unisolated(completions=[fenced(ADD), fenced(SUM_PROGRAM)], tests=[ADD_TESTS, SUM_TESTS]) == [1.0, 1.0]
@@ -274,161 +269,6 @@ def test_limits_only_mode_still_scores_with_a_warning(caplog):
     looping = fenced("def add(a, b):\n    while True:\n        pass\n")
     assert unisolated(completions=[looping], tests=[ADD_TESTS[:1]]) == [0.0]
     assert time.monotonic() - started < TIMEOUT + MARGIN
-
-
-# ----------------------------------------------------------------------------------------------- adversarial
-
-
-@pytest.fixture(scope="module")
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
-
-
-TOKEN = os.urandom(4).hex()
-SECRET = f"hunter2-{os.urandom(6).hex()}"
-HOME = os.path.expanduser("~")
-ESCAPE_PATHS = [
-    os.path.join(HOME, f"escape-{TOKEN}"),
-    os.path.join(os.getcwd(), f"escape-{TOKEN}"),
-    f"/tmp/escape-{TOKEN}",
-]
-SQUARE_TEST = ["assert square(3) == 9"]
-
-
-def adversarial_cases(port: int) -> dict[str, tuple[str, list]]:
-    """name -> (program, tests). Each program would pass, or do harm, if the sandbox or harness let it."""
-    return {
-        "infinite loop at import": ("while True:\n    pass\ndef square(x):\n    return x * x\n", SQUARE_TEST),
-        "infinite loop in the tested function": ("def square(x):\n    while True:\n        pass\n", SQUARE_TEST),
-        "fork bomb": (
-            "import os\ndef square(x):\n    while True:\n        try:\n            os.fork()\n"
-            "        except OSError:\n            pass\n",
-            SQUARE_TEST,
-        ),
-        "memory bomb": (
-            "def square(x):\n    hoard = []\n    while True:\n        hoard.append(' ' * 10**7)\n", SQUARE_TEST
-        ),
-        "huge output (asserts)": ("def square(x):\n    while True:\n        print('x' * 100000)\n", SQUARE_TEST),
-        "huge output (stdin/stdout)": ("while True:\n    print('9' * 100000)\n", [{"input": "3", "output": "9"}]),
-        "write a file in the home directory": (
-            "import os\n"
-            f"for path in [os.path.expanduser('~/escape-{TOKEN}'), *{ESCAPE_PATHS!r}]:\n"
-            "    try:\n        open(path, 'w').write('escaped')\n    except OSError:\n        pass\n"
-            "def square(x):\n    return x + x\n",
-            SQUARE_TEST,
-        ),
-        "network connection": (
-            f"import socket\ndef square(x):\n    socket.create_connection(('127.0.0.1', {port}), timeout=1).close()\n"
-            "    return x * x\n",
-            SQUARE_TEST,
-        ),
-        "kill the parent": ("import os\ndef square(x):\n    os.kill(os.getppid(), 9)\n    return x * x\n", SQUARE_TEST),
-        "kill the process group": ("import os\nos.killpg(0, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
-        "kill every process": ("import os\nos.kill(-1, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
-        "sys.exit(0) before the tests": ("import sys\nsys.exit(0)\ndef square(x):\n    return 0\n", SQUARE_TEST),
-        "os._exit(0) in the tested function": ("import os\ndef square(x):\n    os._exit(0)\n", SQUARE_TEST),
-        "always-equal object": (
-            "class Anything:\n    def __eq__(self, other):\n        return True\n"
-            "def square(x):\n    return Anything()\n",
-            SQUARE_TEST,
-        ),
-        "int subclass equal to everything": (
-            "class Anything(int):\n    def __eq__(self, other):\n        return True\n"
-            "def square(x):\n    return Anything(0)\n",
-            SQUARE_TEST,
-        ),
-        "monkey-patch the harness": (
-            "import __main__, builtins, sys\n"
-            "for name in list(vars(__main__)):\n"
-            "    if callable(getattr(__main__, name)) and not isinstance(getattr(__main__, name), type):\n"
-            "        setattr(__main__, name, lambda *args, **kwargs: None)\n"
-            "builtins.exec = lambda *args, **kwargs: None\n"
-            "builtins.eval = lambda *args, **kwargs: 9\n"
-            "sys.exit = lambda *args: None\n"
-            "def square(x):\n    return 0\n",
-            ["assert square(3) == 9", "assert square(3) == square(3) + 9"],
-        ),
-        "monkey-patch builtins and modules the tests use": (
-            "import builtins, math\n"
-            "math.isclose = lambda *args, **kwargs: True\n"
-            "builtins.abs = lambda value: 0\n"
-            "class FakeMath:\n    isclose = staticmethod(lambda *args, **kwargs: True)\n"
-            "math, abs, sorted = FakeMath(), (lambda value: 0), (lambda *args: [1, 2])\n"
-            "def area(r):\n    return 0\n",
-            [
-                "assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
-                "assert abs(area(2) - 12.566) < 1e-3",
-                "assert sorted([area(1)]) == sorted([2, 1])",
-            ],
-        ),
-        "trace function skipping the assert": (
-            "import sys\ndef skip(frame, event, arg):\n    return skip\nsys.settrace(skip)\n"
-            "def square(x):\n    return 0\n",
-            ["assert square(3) == 9 or square(3) == 9"],
-        ),
-        "read environment secrets": (
-            "import os\ndef leak():\n    found = os.environ.get('TRL_EXT_FAKE_SECRET', '')\n"
-            "    for pid in os.listdir('/proc'):\n        try:\n"
-            "            for entry in open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0'):\n"
-            "                if entry.startswith(b'TRL_EXT_FAKE_SECRET='):\n"
-            "                    found = found or entry.split(b'=', 1)[1].decode()\n"
-            "        except OSError:\n            pass\n    return found\n",
-            [f"assert leak() == {SECRET!r}"],
-        ),
-    }
-
-
-ADVERSARIAL_NAMES = list(adversarial_cases(0))
-
-
-@requires_bwrap
-@pytest.mark.parametrize("name", ADVERSARIAL_NAMES)
-def test_adversarial_program_scores_zero_in_time_and_leaves_nothing(name, reward, listener, monkeypatch):
-    monkeypatch.setenv("TRL_EXT_FAKE_SECRET", SECRET)
-    program, tests = adversarial_cases(listener)[name]
-    started = time.monotonic()
-    report = reward.evaluate(fenced(program), tests)
-    elapsed = time.monotonic() - started
-    assert not any(outcome.passed for outcome in report.outcomes), report
-    assert reward._score(report) == 0.0
-    assert elapsed < len(tests) * TIMEOUT + MARGIN
-    assert leftover_processes(report.run_id) == []
-    for path in ESCAPE_PATHS:
-        assert not os.path.exists(path), path
-
-
-def test_the_adversarial_harness_checks_can_fail(reward, listener):
-    # Honest versions of some rows pass, so their zeros above come from the defences, not broken tests.
-    assert reward.evaluate(fenced("def square(x):\n    return x * x\n"), SQUARE_TEST).fraction_passed == 1.0
-    program = "import math\ndef area(r):\n    return math.pi * r * r\n"
-    area_tests = [
-        "assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
-        "assert abs(area(2) - 12.566) < 1e-3",
-        "assert sorted([area(1) > 3, True]) == [True, True]",
-    ]
-    assert reward.evaluate(fenced(program), area_tests).fraction_passed == 1.0
-    leak = f"def leak():\n    return {SECRET!r}\n"
-    assert reward.evaluate(fenced(leak), [f"assert leak() == {SECRET!r}"]).fraction_passed == 1.0
-
-
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare is not installed")
-@pytest.mark.parametrize(
-    "name",
-    ["fork bomb", "network connection", "kill every process", "read environment secrets", "infinite loop at import"],
-)
-def test_adversarial_programs_under_unshare(name, listener, monkeypatch):
-    monkeypatch.setenv("TRL_EXT_FAKE_SECRET", SECRET)
-    reward = CodeReward(timeout=TIMEOUT, isolation="unshare")
-    program, tests = adversarial_cases(listener)[name]
-    started = time.monotonic()
-    report = reward.evaluate(fenced(program), tests)
-    assert not any(outcome.passed for outcome in report.outcomes), report
-    assert time.monotonic() - started < len(tests) * TIMEOUT + MARGIN
-    assert leftover_processes(report.run_id) == []
 
 
 # ------------------------------------------------------------------------------------------------ training
@@ -476,8 +316,70 @@ def test_a_failing_harness_is_reported_not_silently_scored(reward, caplog):
     from trl_ext.rewards.code import CodeTest, run_code_tests
 
     broken = CodeTest("value", "add(1,", expected=3)  # not an expression: the harness itself raises
-    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox.testing"):
         report = run_code_tests(ADD, [broken], sandbox=reward.sandbox, timeout=TIMEOUT)
     assert [o.status for o in report.outcomes] == ["no_result"]
     messages = [record.getMessage() for record in caplog.records]
     assert any("harness failed" in message and "SyntaxError" in message for message in messages)
+
+
+# ---------------------------------------------------------------------------------------------------- C++
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("```cpp\nint main() {}\n```", "int main() {}\n"),
+        ("```c++\nint a;\n```\n```python\nx = 1\n```", "int a;\n"),
+        ("```python\nx = 1\n```", ""),  # only another language: no C++ code
+        ("```\nint b;\n```", "int b;\n"),
+        ("<think>```cpp\nint c;\n```</think>```cpp\nint d;\n```", "int d;\n"),
+    ],
+)
+def test_extract_cpp_code(text, code):
+    assert extract_cpp_code(text) == code
+
+
+@pytest.fixture(scope="module")
+def cpp_reward() -> CodeReward:
+    return CodeReward(timeout=TIMEOUT, memory_mb=256, language="cpp", compile_timeout=20)
+
+
+def test_cpp_programs_are_compiled_once_and_judged_on_stdio(cpp_reward):
+    wrong = CPP_SUM.replace("a + b", "a - b")
+    crashes = "int main() { int* p = nullptr; return *p; }\n"
+    exits = "#include <cstdlib>\nint main() { std::exit(3); }\n"
+    tests = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 0", "output": "5"}]
+    reports = [cpp_reward.evaluate(fenced(code, "cpp"), tests) for code in (CPP_SUM, wrong, crashes, exits)]
+    assert [[o.status for o in report.outcomes] for report in reports] == [
+        ["passed", "passed"], ["wrong_output", "passed"], ["killed", "killed"], ["error", "error"],
+    ]
+    assert all(report.compile["status"] == "ok" for report in reports)
+    assert cpp_reward._score(reports[1]) == 0.5
+
+
+def test_cpp_compile_errors_fail_every_test_with_the_diagnostics(cpp_reward):
+    report = cpp_reward.evaluate(fenced("int main( {}\n", "cpp"), [{"input": "", "output": ""}] * 2)
+    assert [o.status for o in report.outcomes] == ["compile_error"] * 2
+    assert "error" in report.outcomes[0].detail and report.compile["status"] == "compile_error"
+
+
+def test_language_per_row_from_a_column():
+    mixed = CodeReward(timeout=TIMEOUT, language_column="language", compile_timeout=20)
+    completions = [fenced(CPP_SUM, "cpp"), fenced("print(sum(map(int, input().split())))\n"), fenced(CPP_SUM, "cpp")]
+    tests = [[{"input": "1 2", "output": "3"}]] * 3
+    # An empty value means the reward's `language` (python): the C++ block is then no Python code.
+    assert mixed(completions=completions, tests=tests, language=["cpp", "python", ""]) == [1.0, 1.0, 0.0]
+    assert mixed(completions=completions[:1], tests=tests[:1], language=["fortran"]) == [None]
+    # C++ rows need stdin/stdout tests; asserts cannot judge them.
+    assert mixed(completions=completions[:1], tests=[ADD_TESTS], language=["c++"]) == [None]
+    with pytest.raises(KeyError, match="language_column"):
+        mixed(completions=completions[:1], tests=tests[:1])
+
+
+def test_cpp_arguments_are_validated():
+    with pytest.raises(ValueError, match="language"):
+        CodeReward(language="rust")
+    with pytest.raises(ValueError, match="compile_timeout"):
+        CodeReward(language="cpp", compile_timeout=0)
+

@@ -1,4 +1,4 @@
-"""The `code` reward: the completion's Python code runs against the dataset's tests in the sandbox.
+"""The `code` reward: the completion's program runs against the dataset's tests in the sandbox.
 
 The dataset's `tests` column holds, per prompt, either Python assert statements or stdin/stdout pairs:
 
@@ -10,21 +10,10 @@ APPS/TACO mapping `{"inputs": [...], "outputs": [...]}`). The score is the fract
 (`partial_credit=True`) or all-or-nothing, mapped onto the scoring's correct/incorrect values. A missing or
 empty tests value scores `None` ("cannot judge").
 
-How a test is judged, so that the program cannot fake a pass (see `code_harness.py`):
-
-- `assert <expr> <op> <literal>` (either order; `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`, `is`,
-  `is not`): the sandbox computes `<expr>` only and sends it back as plain data; the comparison with the
-  literal happens here, in the trainer, and the literal never enters the sandbox. A custom `__eq__`, a patched
-  harness or an early exit cannot make a wrong value pass.
-- stdin/stdout pairs: the program's stdout comes back and is compared here (`output_match`).
-- any other assert: it runs in the sandbox after the solution and passes only if the test process then
-  echoes a per-test nonce the harness gave it; see the harness docstring for what that does and does not stop.
-
-Tests are evaluated against the standard library as it was before the solution ran, with the genuine builtins
-and modules for the names they use, so replacing `math.isclose` or rebinding `abs` does not help either.
-
-The program of each completion runs in one sandbox (`Sandbox`), each of its tests in a fresh child process
-with its own timeout; completions of a batch run in parallel, one sandbox per worker thread.
+Programs are Python, or C++ (`language="cpp"`, or per row from `language_column`), which is compiled once per
+completion inside the sandbox and judged on stdin/stdout tests. How tests run and why a program cannot fake a
+pass is the sandbox package's business: see `trl_ext.sandbox.testing` and `trl_ext/sandbox/harness.py`. This
+module only extracts the program from the completion, reads the dataset's test formats, and scores.
 """
 
 from __future__ import annotations
@@ -32,28 +21,35 @@ from __future__ import annotations
 import ast
 import json
 import logging
-import operator
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from decimal import Decimal
-from fractions import Fraction
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from ..sandbox import Sandbox, SandboxLimits
+from ..sandbox.testing import (
+    DEFAULT_CPP_FLAGS,
+    LANGUAGES,
+    OUTPUT_MATCHES,
+    CodeTest,
+    CodeTestReport,
+    TestOutcome,
+    assert_test,
+    cpp_compiler,
+    outputs_match,
+    run_code_tests,
+)
 from .base import Reward, dataset_column, scores_for
 from .pool import default_num_workers
 from .registry import register_reward
-from .sandbox import Sandbox, SandboxLimits
 
 __all__ = [
     "CodeReward",
     "CodeTest",
     "CodeTestReport",
     "TestOutcome",
+    "extract_cpp_code",
     "extract_python_code",
     "outputs_match",
     "parse_tests",
@@ -62,35 +58,28 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-OUTPUT_MATCHES = ("exact", "stripped", "lines", "tokens")
 _PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
+_CPP_FENCE_TAGS = frozenset({"cpp", "c++", "cc", "cxx", "hpp"})
 _FENCE = re.compile(r"```[ \t]*([\w+.#-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-# Largest encoded value a test may send back (a returned list of a million ints is about 7 MB).
-_MAX_VALUE_BYTES = 8 << 20
-# Time the sandbox may take beyond the tests' own timeouts: starting bubblewrap and Python, forking children.
-_STARTUP_ALLOWANCE = 5.0
-_PER_TEST_OVERHEAD = 0.5
-
-_COMPARISONS = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-    "is": operator.is_,
-    "is not": operator.is_not,
+# Names a `language_column` value may take, by language.
+_LANGUAGE_NAMES = {
+    "python": "python", "py": "python", "python3": "python", "py3": "python",
+    "cpp": "cpp", "c++": "cpp", "cxx": "cpp", "cc": "cpp", "g++": "cpp", "cpp17": "cpp", "c++17": "cpp",
 }
-_AST_OPERATORS = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
-}
-_NOT_LITERAL = object()
 
 
 # ----------------------------------------------------------------------------------------------- extraction
+
+
+def _extract(text: str, tags: frozenset[str]) -> str:
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
+    for wanted in (lambda tag: tag in tags, lambda tag: tag == ""):
+        chosen = [body for tag, body in blocks if wanted(tag)]
+        if chosen:
+            return chosen[-1]
+    return "" if blocks else text
 
 
 def extract_python_code(text: str) -> str:
@@ -98,73 +87,16 @@ def extract_python_code(text: str) -> str:
     ``` block, else the whole text when it has no fenced block at all. Text up to the last `</think>` is
     reasoning and is ignored. A block cut off by the length limit (no closing fence) runs to the end. A
     completion whose only blocks are in other languages has no Python code (empty string)."""
-    if "</think>" in text:
-        text = text.rsplit("</think>", 1)[1]
-    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
-    for wanted in (lambda tag: tag in _PYTHON_FENCE_TAGS, lambda tag: tag == ""):
-        chosen = [body for tag, body in blocks if wanted(tag)]
-        if chosen:
-            return chosen[-1]
-    return "" if blocks else text
+    return _extract(text, _PYTHON_FENCE_TAGS)
+
+
+def extract_cpp_code(text: str) -> str:
+    """Like `extract_python_code`, for C++: the last ```cpp block (also `c++`, `cc`, `cxx`), else the last
+    untagged block, else the whole text when it has no fenced block."""
+    return _extract(text, _CPP_FENCE_TAGS)
 
 
 # ---------------------------------------------------------------------------------------------------- tests
-
-
-@dataclass(frozen=True, eq=False)
-class CodeTest:
-    """One test, as the sandbox runs it and the trainer judges it.
-
-    `kind` is "value" (the sandbox evaluates `source`, an expression; the trainer checks
-    `<value> <operator> expected`, or `expected <operator> <value>` when `literal_first`), "statement"
-    (`source` runs in the sandbox and must not raise) or "stdio" (`stdin` is the input, `expected` the
-    output).
-    """
-
-    kind: str
-    source: str = ""
-    stdin: str = ""
-    expected: Any = None
-    operator: str = "=="
-    literal_first: bool = False
-
-    def plan(self) -> dict:
-        """What the sandbox harness receives: never the expected value."""
-        if self.kind == "stdio":
-            return {"kind": "stdio", "stdin": self.stdin}
-        return {"kind": self.kind, "source": self.source}
-
-
-def _literal(node: ast.AST) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _NOT_LITERAL
-
-
-def assert_test(source: str) -> CodeTest:
-    """A `CodeTest` for one Python test statement; raises `SyntaxError` if it does not parse."""
-    source = textwrap.dedent(source).strip()
-    tree = ast.parse(source)
-    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
-        test = tree.body[0].test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _AST_OPERATORS:
-            symbol = _AST_OPERATORS[type(test.ops[0])]
-            left, right = test.left, test.comparators[0]
-            left_value, right_value = _literal(left), _literal(right)
-            if right_value is not _NOT_LITERAL and left_value is _NOT_LITERAL:
-                return CodeTest("value", ast.unparse(left), expected=right_value, operator=symbol)
-            if left_value is not _NOT_LITERAL and right_value is _NOT_LITERAL:
-                return CodeTest("value", ast.unparse(right), expected=left_value, operator=symbol, literal_first=True)
-    return CodeTest("statement", source)
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return "\n".join(str(line) for line in value)
-    return str(value)
 
 
 _warned: set[str] = set()
@@ -179,6 +111,14 @@ def _warn_once(message: str) -> None:
 def _cannot_judge(problem: str) -> None:
     _warn_once(f"{problem}; such rows score None (cannot judge).")
     return None
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return "\n".join(str(line) for line in value)
+    return str(value)
 
 
 def parse_tests(tests: Any) -> list[CodeTest] | None:
@@ -239,172 +179,6 @@ def _python_block_tests(text: str) -> list[CodeTest] | None:
     return [CodeTest("statement", textwrap.dedent(text))]
 
 
-# -------------------------------------------------------------------------------------------------- judging
-
-
-def outputs_match(actual: str, expected: str, mode: str = "lines") -> bool:
-    """Whether a program's stdout matches the expected output.
-
-    `exact`: identical; `stripped`: identical after stripping both ends; `lines`: same lines after stripping
-    both ends and trailing spaces of each line (`\\r\\n` = `\\n`); `tokens`: same whitespace-separated tokens.
-    """
-    if mode == "exact":
-        return actual == expected
-    if mode == "stripped":
-        return actual.strip() == expected.strip()
-    if mode == "lines":
-        return [line.rstrip() for line in actual.strip().splitlines()] == [
-            line.rstrip() for line in expected.strip().splitlines()
-        ]
-    if mode == "tokens":
-        return actual.split() == expected.split()
-    raise ValueError(f"output_match must be one of {OUTPUT_MATCHES}, got {mode!r}.")
-
-
-def _decode(node: Any) -> Any:
-    """Inverse of the harness's `encode_value`, building only plain data (never calls code it names)."""
-    if isinstance(node, list):
-        return [_decode(item) for item in node]
-    if node is None or isinstance(node, (bool, str)):
-        return node
-    if isinstance(node, dict) and len(node) == 1:
-        ((tag, payload),) = node.items()
-        if tag == "int":
-            return int(payload)
-        if tag == "float":
-            return float(payload)
-        if tag == "complex":
-            return complex(float(payload[0]), float(payload[1]))
-        if tag == "bytes":
-            return bytes.fromhex(payload)
-        if tag == "tuple":
-            return tuple(_decode(item) for item in payload)
-        if tag == "set":
-            return {_decode(item) for item in payload}
-        if tag == "frozenset":
-            return frozenset(_decode(item) for item in payload)
-        if tag == "dict":
-            return {_decode(key): _decode(value) for key, value in payload}
-        if tag == "fraction":
-            return Fraction(int(payload[0]), int(payload[1]))
-        if tag == "decimal":
-            return Decimal(payload)
-    raise ValueError(f"not an encoded value: {str(node)[:80]}")
-
-
-@dataclass(frozen=True)
-class TestOutcome:
-    """Verdict on one test: `status` is "passed" or why it failed ("wrong_value", "wrong_output",
-    "timeout", "error", "not_run", ...); `detail` is a short explanation (exception, what came back)."""
-
-    passed: bool
-    status: str
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class CodeTestReport:
-    """Verdicts on all tests of one program, with how the sandbox run went."""
-
-    outcomes: tuple[TestOutcome, ...]
-    isolation: str
-    wall_time: float
-    sandbox_timed_out: bool = False
-    run_id: str = ""
-    harness_stderr: str = field(default="", repr=False)
-
-    @property
-    def fraction_passed(self) -> float:
-        return sum(outcome.passed for outcome in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
-
-
-def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) -> TestOutcome:
-    if record is None:
-        return TestOutcome(False, "no_result", "the sandbox ended before reporting this test")
-    status = record.get("status")
-    if status == "failed":
-        reason = str(record.get("reason", "failed"))
-        return TestOutcome(False, reason, str(record.get("error", record.get("signal", record.get("code", "")))))
-    if test.kind == "value" and status == "value":
-        try:
-            actual = _decode(json.loads(record["value"]))
-            left, right = (test.expected, actual) if test.literal_first else (actual, test.expected)
-            passed = bool(_COMPARISONS[test.operator](left, right))
-        except Exception as error:  # noqa: BLE001 - malformed or incomparable value: the test fails
-            return TestOutcome(False, "wrong_value", f"{type(error).__name__}: {error}"[:200])
-        return TestOutcome(passed, "passed" if passed else "wrong_value", "" if passed else repr(actual)[:200])
-    if test.kind == "statement" and status == "passed":
-        return TestOutcome(True, "passed")
-    if test.kind == "stdio" and status == "output":
-        stdout = str(record.get("stdout", ""))
-        passed = outputs_match(stdout, test.expected, output_match)
-        return TestOutcome(passed, "passed" if passed else "wrong_output", "" if passed else stdout[:200])
-    return TestOutcome(False, "bad_record", f"unexpected record {str(record)[:120]}")
-
-
-@lru_cache(maxsize=1)
-def _harness_source() -> str:
-    return Path(__file__).with_name("code_harness.py").read_text(encoding="utf-8")
-
-
-def run_code_tests(
-    code: str,
-    tests: Sequence[CodeTest],
-    *,
-    sandbox: Sandbox,
-    timeout: float = 4.0,
-    max_output: int = 1 << 20,
-    output_match: str = "lines",
-    stop_on_failure: bool = False,
-) -> CodeTestReport:
-    """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
-
-    `max_output` caps each test's stdout (stdin/stdout tests). With `stop_on_failure` the harness skips the
-    remaining tests after one fails in the sandbox (exception, timeout), as all-or-nothing scoring allows.
-    """
-    if not tests:
-        raise ValueError("run_code_tests needs at least one test.")
-    plan = {
-        "tests": [test.plan() for test in tests],
-        "timeout": timeout,
-        "max_output": max_output,
-        "max_value": _MAX_VALUE_BYTES,
-        "private_pids": sandbox.isolation in ("bwrap", "unshare"),
-        "stop_on_failure": stop_on_failure,
-    }
-    # One JSON line per test; a stdout string may grow up to 6x when JSON escapes it.
-    report_bytes = len(tests) * (6 * max(max_output, _MAX_VALUE_BYTES) + 4096)
-    wall = _STARTUP_ALLOWANCE + len(tests) * (timeout + _PER_TEST_OVERHEAD)
-    limits = replace(sandbox.limits, wall_time=wall, cpu_time=wall, max_output=report_bytes)
-    result = sandbox.run_python(
-        "code_harness.py",
-        files={"code_harness.py": _harness_source(), "plan.json": json.dumps(plan), "solution.py": code},
-        args=["plan.json", "solution.py"],
-        limits=limits,
-    )
-    records: dict[int, dict] = {}
-    for line in result.stdout.splitlines():
-        try:
-            record = json.loads(line)
-            index = record["test"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if isinstance(index, int) and 0 <= index < len(tests) and index not in records:
-            records[index] = record
-    stderr = result.stderr.decode(errors="replace")
-    if "Traceback" in stderr:
-        # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
-        # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
-        _warn_once(f"the code sandbox's harness failed, every test of that run scored as failed:\n{stderr[-1500:]}")
-    return CodeTestReport(
-        outcomes=tuple(_judge(test, records.get(i), output_match) for i, test in enumerate(tests)),
-        isolation=result.isolation,
-        wall_time=result.wall_time,
-        sandbox_timed_out=result.timed_out,
-        run_id=result.run_id,
-        harness_stderr=stderr[-2000:],
-    )
-
 
 # --------------------------------------------------------------------------------------------------- reward
 
@@ -412,11 +186,12 @@ def run_code_tests(
 @register_reward(
     "code",
     aliases=("code_tests",),
-    description="Python code in the completion passes the dataset's tests (asserts or stdin/stdout), run in a sandbox.",
+    description="Python or C++ code in the completion passes the dataset's tests (asserts or stdin/stdout), "
+    "run in a sandbox.",
     pooled=True,
 )
 class CodeReward(Reward):
-    """Runs the completion's Python code against the row's tests in the sandbox; scores the tests passed.
+    """Runs the completion's program against the row's tests in the sandbox; scores the tests passed.
 
     Parameters:
         tests_column: Dataset column with the tests (see `parse_tests`).
@@ -428,9 +203,16 @@ class CodeReward(Reward):
         max_processes: Processes and threads a program may have at once.
         max_output_bytes: Stdout kept per stdin/stdout test; a program printing more fails that test.
         output_match: How stdin/stdout outputs compare: "lines" (default), "tokens", "stripped", "exact".
-        isolation: Sandbox isolation, see `Sandbox` ("auto", "bwrap", "unshare", "none").
+        isolation: Sandbox isolation, see `Sandbox`: "auto" (bubblewrap; raises at construction when nothing
+            can isolate the file system), or the explicit opt-ins for trusted code "unshare" and "none".
         num_workers: Programs run at the same time; defaults to the usable CPU cores.
-        site_packages: Let programs import installed packages (numpy...), not only the standard library.
+        site_packages: Let Python programs import installed packages (numpy...), not only the standard library.
+        language: Language of every program, "python" or "cpp" (stdin/stdout tests only; needs `g++`).
+        language_column: Dataset column giving each row's language ("python", "cpp", "c++", ...), overriding
+            `language`; an empty value means `language`.
+        compile_timeout: Seconds (wall clock and CPU) the C++ compiler may take per completion.
+        compile_memory_mb: Address-space limit of each compiler process, in MiB.
+        cpp_flags: Compiler flags, default `-std=c++17 -O2 -pipe`.
     """
 
     __name__ = "code"
@@ -448,6 +230,11 @@ class CodeReward(Reward):
         isolation: str = "auto",
         num_workers: int | None = None,
         site_packages: bool = False,
+        language: str = "python",
+        language_column: str | None = None,
+        compile_timeout: float = 30.0,
+        compile_memory_mb: int = 2048,
+        cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
     ):
         if output_match not in OUTPUT_MATCHES:
             raise ValueError(f"Reward 'code': output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}.")
@@ -455,6 +242,16 @@ class CodeReward(Reward):
             raise ValueError(f"Reward 'code': timeout must be positive seconds, got {timeout!r}.")
         if num_workers is not None and num_workers < 1:
             raise ValueError(f"Reward 'code': num_workers must be at least 1 or None, got {num_workers!r}.")
+        if language not in LANGUAGES:
+            raise ValueError(f"Reward 'code': language must be one of {LANGUAGES}, got {language!r}.")
+        if not compile_timeout > 0:
+            raise ValueError(f"Reward 'code': compile_timeout must be positive seconds, got {compile_timeout!r}.")
+        if (language == "cpp" or language_column is not None) and cpp_compiler() is None:
+            which = "language='cpp'" if language == "cpp" else f"language_column={language_column!r}"
+            raise RuntimeError(
+                f"Reward 'code' with {which} compiles C++ with `g++`, which is not installed: "
+                "`apt-get install g++` (Debian/Ubuntu) or `dnf install gcc-c++`."
+            )
         self.correct_score, self.incorrect_score = scores_for(scoring, reward="code")
         self.tests_column = tests_column
         self.partial_credit = partial_credit
@@ -463,22 +260,49 @@ class CodeReward(Reward):
         self.max_output_bytes = max_output_bytes
         self.output_match = output_match
         self.num_workers = num_workers
+        self.language = language
+        self.language_column = language_column
+        self.compile_timeout = float(compile_timeout)
+        self.compile_memory_mb = compile_memory_mb
+        self.cpp_flags = tuple(cpp_flags)
+        # Raises `SandboxUnavailableError` here, before training, when nothing can isolate the file system.
         self.sandbox = Sandbox(
             SandboxLimits(memory=memory_mb << 20, max_processes=max_processes, max_output=max_output_bytes),
             isolation=isolation,
             site_packages=site_packages,
         )
 
-    def evaluate(self, completion_text: str, tests: Any) -> CodeTestReport | None:
-        """Per-test verdicts for one completion (text) and one row's tests; `None` if the tests are unusable."""
-        parsed = parse_tests(tests)
-        if parsed is None:
+    def evaluate(self, completion_text: str, tests: Any, language: str | None = None) -> CodeTestReport | None:
+        """Per-test verdicts for one completion (text) and one row's tests, in `language` (default: the
+        reward's); `None` if the tests are unusable."""
+        language = self._row_language(language)
+        parsed = self._row_tests(tests, language)
+        if parsed is None or language is None:
             return None
-        return self._evaluate(extract_python_code(completion_text), parsed)
+        return self._evaluate(self._extract(completion_text, language), parsed, language)
 
-    def _evaluate(self, code: str, tests: list[CodeTest]) -> CodeTestReport:
+    def _row_language(self, value: Any) -> str | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return self.language
+        language = _LANGUAGE_NAMES.get(str(value).strip().lower())
+        if language is None:
+            return _cannot_judge(f"unknown language {value!r} in column {self.language_column!r}")
+        return language
+
+    @staticmethod
+    def _row_tests(tests: Any, language: str | None) -> list[CodeTest] | None:
+        parsed = parse_tests(tests)
+        if parsed is not None and language == "cpp" and any(test.kind != "stdio" for test in parsed):
+            return _cannot_judge("C++ rows need stdin/stdout tests, not assert statements")
+        return parsed
+
+    @staticmethod
+    def _extract(text: str, language: str) -> str:
+        return extract_cpp_code(text) if language == "cpp" else extract_python_code(text)
+
+    def _evaluate(self, code: str, tests: list[CodeTest], language: str = "python") -> CodeTestReport:
         if not code.strip():
-            outcomes = tuple(TestOutcome(False, "no_code", "no Python code in the completion") for _ in tests)
+            outcomes = tuple(TestOutcome(False, "no_code", f"no {language} code in the completion") for _ in tests)
             return CodeTestReport(outcomes, self.sandbox.isolation, 0.0)
         return run_code_tests(
             code,
@@ -488,6 +312,10 @@ class CodeReward(Reward):
             max_output=self.max_output_bytes,
             output_match=self.output_match,
             stop_on_failure=not self.partial_credit,
+            language=language,
+            compile_timeout=self.compile_timeout,
+            compile_memory=self.compile_memory_mb << 20,
+            cpp_flags=self.cpp_flags,
         )
 
     def _score(self, report: CodeTestReport) -> float:
@@ -498,18 +326,25 @@ class CodeReward(Reward):
 
     def score(self, texts: list[str], columns: Mapping[str, Any]) -> list[float | None]:
         tests = dataset_column(columns, self.tests_column, len(texts), reward=self.__name__, argument="tests_column")
+        if self.language_column is not None:
+            languages = dataset_column(
+                columns, self.language_column, len(texts), reward=self.__name__, argument="language_column"
+            )
+        else:
+            languages = [None] * len(texts)
         jobs = []
-        for index, (text, row_tests) in enumerate(zip(texts, tests)):
-            parsed = parse_tests(row_tests)
+        for index, (text, row_tests, row_language) in enumerate(zip(texts, tests, languages)):
+            language = self._row_language(row_language)
+            parsed = self._row_tests(row_tests, language) if language is not None else None
             if parsed is not None:
-                jobs.append((index, extract_python_code(text), parsed))
+                jobs.append((index, self._extract(text, language), parsed, language))
         scores: list[float | None] = [None] * len(texts)
         if not jobs:
             return scores
         workers = min(self.num_workers or default_num_workers(), len(jobs))
         # Threads only wait: every program runs in its own sandbox process.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
-            reports = executor.map(lambda job: self._evaluate(job[1], job[2]), jobs)
-            for (index, _, _), report in zip(jobs, reports):
+            reports = executor.map(lambda job: self._evaluate(job[1], job[2], job[3]), jobs)
+            for (index, *_), report in zip(jobs, reports):
                 scores[index] = self._score(report)
         return scores

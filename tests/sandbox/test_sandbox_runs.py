@@ -1,4 +1,5 @@
-"""Sandbox: limits, isolation, cleanup. Programs here really run; nothing is mocked.
+"""Sandbox runs: limits, isolation, cleanup, under every backend this machine offers. Programs here really
+run; nothing is mocked.
 
 Destructive programs (fork bombs, `kill(-1)`) only run under namespaces: without them a root test process
 would share its PID space with the program.
@@ -9,65 +10,35 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import shutil
 import signal
 import socket
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from sandbox_helpers import ISOLATING_BACKENDS, MARGIN, backend_id, leftover_processes, run_cgroups
 
-from trl_ext.rewards.sandbox import RUN_ID_VARIABLE, Sandbox, SandboxLimits, _cgroup_bases
+from trl_ext.sandbox import Backend, Sandbox, SandboxLimits
 
-MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
-HAS_BWRAP = shutil.which("bwrap") is not None
-HAS_UNSHARE = shutil.which("unshare") is not None
-requires_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed (apt-get install bubblewrap)")
-NAMESPACED = [
-    pytest.param("bwrap", marks=requires_bwrap),
-    pytest.param("unshare", marks=pytest.mark.skipif(not HAS_UNSHARE, reason="unshare is not installed")),
-]
+BWRAP = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
+# The explicit opt-in `unshare` isolates processes and network (not files): the process tests run under it too.
+NAMESPACED = [*BWRAP, pytest.param("unshare", id="unshare")]
 
 
-def leftover_processes(run_id: str) -> list[int]:
-    """PIDs of live processes started by the run `run_id` (they all inherit its environment variable)."""
-    marker = f"{RUN_ID_VARIABLE}={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker in Path("/proc", entry, "environ").read_bytes().split(b"\0"):
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
-def run_cgroups() -> list[str]:
-    return sorted(name for base, _ in _cgroup_bases() for name in os.listdir(base) if os.path.isdir(Path(base, name)))
-
-
-@pytest.fixture(scope="module")
-def bwrap_sandbox() -> Sandbox:
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
-    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="bwrap")
-    assert sandbox.isolation == "bwrap"
+@pytest.fixture(scope="module", params=BWRAP)
+def bwrap_sandbox(request) -> Sandbox:
+    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation=request.param)
+    assert sandbox.isolation == "bwrap" and sandbox.backend == request.param
     return sandbox
 
 
-def sandbox_for(isolation: str, **limits) -> Sandbox:
+def sandbox_for(isolation: str | Backend, **limits) -> Sandbox:
     return Sandbox(SandboxLimits(**{"wall_time": 10, **limits}), isolation=isolation)
 
 
 # ---------------------------------------------------------------------------------------------- basic runs
-
-
-def test_auto_picks_bubblewrap_when_installed():
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap is not installed")
-    assert Sandbox().isolation == "bwrap"
 
 
 def test_python_program_gets_files_args_stdin_in_a_fresh_directory(bwrap_sandbox):
@@ -82,12 +53,24 @@ def test_python_program_gets_files_args_stdin_in_a_fresh_directory(bwrap_sandbox
     )
     assert result.ok, result.stderr
     first, second = result.stdout.decode().splitlines()
-    assert first == "/sandbox ['data.txt', 'main.py'] ['--flag', '7'] 65534"
+    uid = 65534 if bwrap_sandbox.backend.user_namespace else 0  # privileged mode: uid 0, no capabilities
+    assert first == f"/sandbox ['data.txt', 'main.py'] ['--flag', '7'] {uid}"
     assert second == "from a file from stdin"
     # The next run starts from an empty directory again.
     again = bwrap_sandbox.run(["ls", "-A"])
     assert again.ok and again.stdout == b""
     assert leftover_processes(result.run_id) == []
+
+
+def test_the_program_has_no_capabilities(bwrap_sandbox):
+    program = (
+        "for line in open('/proc/self/status'):\n"
+        "    if line.split(':')[0] in ('CapInh', 'CapPrm', 'CapEff', 'CapAmb'):\n"
+        "        print(line.split()[1])\n"
+    )
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": program})
+    assert result.ok, result.stderr
+    assert result.stdout.decode().split() == ["0000000000000000"] * 4
 
 
 def test_run_executes_a_command_and_reports_its_status(bwrap_sandbox):
@@ -107,7 +90,7 @@ def test_parallel_runs_from_threads(isolation):
 
 def test_sandbox_pickles(bwrap_sandbox):
     copy = pickle.loads(pickle.dumps(bwrap_sandbox))
-    assert copy.isolation == "bwrap" and copy.limits == bwrap_sandbox.limits
+    assert copy.backend == bwrap_sandbox.backend and copy.limits == bwrap_sandbox.limits
     assert copy.run(["echo", "ok"]).stdout == b"ok\n"
 
 
@@ -220,15 +203,6 @@ def test_fork_bomb_is_contained_and_cleaned_up(isolation):
 # --------------------------------------------------------------------------------------------- isolation
 
 
-@pytest.fixture
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
-
-
 CONNECT = (
     "import socket, sys\n"
     "try:\n"
@@ -319,13 +293,13 @@ def test_killing_the_parent_only_ends_the_run(isolation, attack):
     assert sandbox_for(isolation).run(["echo", "ok"]).stdout == b"ok\n"
 
 
-# ---------------------------------------------------------------------------------------------- fallbacks
+# --------------------------------------------------------------------------------------- explicit opt-ins
 
 
 def test_limits_only_mode_logs_a_warning_and_still_limits(caplog):
-    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox.core"):
         sandbox = Sandbox(SandboxLimits(wall_time=1.0, max_output=100), isolation="none")
-    assert sandbox.isolation == "none"
+    assert sandbox.isolation == "none" and not sandbox.backend.file_system_isolated
     assert any("without Linux namespaces" in record.getMessage() for record in caplog.records)
     started = time.monotonic()
     slow = sandbox.run(["sleep", "30"])
@@ -335,43 +309,34 @@ def test_limits_only_mode_logs_a_warning_and_still_limits(caplog):
     assert loud.output_limit_exceeded and len(loud.stdout) == 100
 
 
-def test_auto_falls_back_to_limits_only_without_tools(monkeypatch, tmp_path, caplog):
-    monkeypatch.setenv("PATH", str(tmp_path))  # neither bwrap nor unshare can be found
-    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.sandbox"):
-        sandbox = Sandbox(isolation="auto")
-    assert sandbox.isolation == "none"
-    messages = " ".join(record.getMessage() for record in caplog.records)
-    assert "without Linux namespaces" in messages and "bwrap: `bwrap` is not installed" in messages
+def test_unshare_opt_in_warns_that_files_are_writable(caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox.core"):
+        sandbox = sandbox_for("unshare")
+    assert sandbox.isolation == "unshare" and not sandbox.backend.file_system_isolated
+    assert any("file system is not" in record.getMessage() for record in caplog.records)
     assert sandbox.run_python("main.py", files={"main.py": "print(6 * 7)"}).stdout == b"42\n"
 
 
-def test_requested_backend_that_is_missing_fails_with_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
-        Sandbox(isolation="bwrap")
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and /usr/bin/python3"
-)
-def test_without_namespaces_root_runs_the_program_as_nobody_when_it_can():
-    # The system interpreter is readable by everyone, so the limits-only mode drops root for uid 65534.
-    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="none", python="/usr/bin/python3")
+def test_limits_only_mode_drops_root_for_nobody_when_it_can(tmp_path):
+    # A root trainer's program runs as uid 65534 when that user can start the interpreter (the system one,
+    # readable by everyone); an ordinary user's runs as that user. Neither may write into /root.
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    sandbox = Sandbox(SandboxLimits(wall_time=10), isolation="none", python=python)
     program = (
         "import os\ntry:\n    open('/root/escape', 'w')\nexcept OSError as error:\n"
         "    print(type(error).__name__)\nprint(os.getuid())\n"
     )
     result = sandbox.run_python("main.py", files={"main.py": program})
-    assert result.stdout.decode().split() == ["PermissionError", "65534"]
-    assert not os.path.exists("/root/escape")
+    expected_uid = 65534 if os.geteuid() == 0 and python == "/usr/bin/python3" else os.geteuid()
+    if expected_uid == 0:  # the documented weak case: root without capabilities still owns /root
+        assert result.stdout.decode().split() == ["0"]
+        os.unlink("/root/escape")
+    else:
+        assert result.stdout.decode().split() == ["PermissionError", str(expected_uid)]
+        assert not os.path.exists("/root/escape")
 
 
 def test_interpreter_of_a_virtual_environment_under_tmp_is_visible(tmp_path):
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap is not installed")
-    import subprocess
-    import sys
-
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     sandbox = Sandbox(isolation="bwrap", python=str(venv / "bin" / "python"))

