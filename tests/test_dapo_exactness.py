@@ -413,8 +413,10 @@ def test_constant_rewards_back_off_to_one_plain_round_and_recover(tmp_path, tiny
             return [float(index % GROUP) for index in range(len(completions))]
         return [1.0] * len(completions)
 
-    config = small_config(tmp_path, max_steps=6)
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=switchable_reward, args=config, train_dataset=make_prompt_dataset())
+    config = small_config(tmp_path, max_steps=6, per_device_train_batch_size=16)
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=switchable_reward, args=config, train_dataset=make_prompt_dataset(64)
+    )
     generate = trainer._generate_and_score_completions
 
     def generate_then_switch(inputs):

@@ -13,7 +13,7 @@ from .dynamic_sampling import (
     spare_groups_to_fill,
 )
 from .prompt_history import Outcome, PromptHistory, group_outcomes
-from .refill import RefillSampler, prompt_index, prompt_key
+from .refill import RefillSampler, draw_unskipped, prompt_index, prompt_key
 
 __all__ = [
     "BackoffController",
@@ -25,6 +25,7 @@ __all__ = [
     "RefillSampler",
     "SamplingMode",
     "concat_selected_rows",
+    "draw_unskipped",
     "filter_rewards",
     "group_outcomes",
     "groups_to_keep",

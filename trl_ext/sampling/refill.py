@@ -58,6 +58,13 @@ class RefillSampler:
             order.extend(one_pass if repeat else [index for index in one_pass if index not in held])
         return order
 
+    def take(self, batch_key: int, batch_indices: Sequence[int], start: int, count: int) -> list[int]:
+        """Positions `start` to `start + count` of the batch's global draw order (over all processes)."""
+        passes = 1
+        while len(order := self.order(batch_key, batch_indices, passes)) < start + count:
+            passes += -(-(start + count - len(order)) // self.dataset_size)
+        return order[start : start + count]
+
     def draw(self, batch_key: int, batch_indices: Sequence[int], drawn: int, num_prompts: int) -> list[int]:
         """Dataset indices of this process's `num_prompts` prompts for the next round.
 
@@ -67,9 +74,32 @@ class RefillSampler:
             drawn: prompts already drawn for this batch's earlier rounds, over all processes.
             num_prompts: prompts this round needs on each process.
         """
-        needed = drawn + num_prompts * self.num_processes
-        passes = 1
-        while len(order := self.order(batch_key, batch_indices, passes)) < needed:
-            passes += -(-(needed - len(order)) // self.dataset_size)
-        start = drawn + self.process_index * num_prompts
-        return order[start : start + num_prompts]
+        return self.take(batch_key, batch_indices, drawn + self.process_index * num_prompts, num_prompts)
+
+
+def draw_unskipped(take, should_skip, start: int, count: int, patience: int) -> tuple[list[int], int, int]:
+    """The next `count` prompts of a draw order that a skip policy lets through.
+
+    Args:
+        take: `take(start, n)` -> the next `n` prompt indices of the order from position `start`.
+        should_skip: `should_skip(indices)` -> one bool per index.
+        start: position of the first candidate in the order.
+        count: prompts wanted.
+        patience: most candidates to skip; past it, candidates are taken whatever the policy says, so a policy
+            that would skip everything cannot stall the draw.
+
+    Returns:
+        The chosen indices, the position after the last candidate considered, and how many were skipped.
+    """
+    chosen: list[int] = []
+    skipped = 0
+    while len(chosen) < count:
+        candidates = take(start, count - len(chosen))
+        start += len(candidates)
+        flags = should_skip(candidates) if skipped < patience else [False] * len(candidates)
+        for index, skip in zip(candidates, flags, strict=True):
+            if skip and skipped < patience:
+                skipped += 1
+            else:
+                chosen.append(index)
+    return chosen, start, skipped

@@ -46,7 +46,14 @@ class DAPOConfig(GRPOConfig):
             generated sequences.
         dynamic_sampling_max_oversampling (`float`, *optional*, defaults to `8.0`):
             One round generates for at most this many times the per-process prompt batch, which bounds the memory of
-            a generation round when the keep rate is low.
+            a generation round when the keep rate is low. When the recent rounds show (almost) no informative group,
+            so that no amount of over-sampling can fill a batch, dynamic sampling backs off to one plain round per
+            step until informative groups reappear (metric `dynamic_sampling/backoff`).
+        dynamic_sampling_max_skip_probability (`float`, *optional*, defaults to `0.9`):
+            Prompt history (selective rollout, as in GRESO, arXiv 2506.02177): a prompt whose last `k` groups were
+            all uninformative (all right or all wrong) is not generated for with probability `1 - 0.5**k`, at most
+            this value, so every prompt keeps a chance to come back. Skipped prompts are replaced by fresh ones
+            before generation (metric `dynamic_sampling/prompts_skipped`). `0` turns the history off.
 
         > Parameters that control overlong reward shaping
 
@@ -106,6 +113,14 @@ class DAPOConfig(GRPOConfig):
         metadata={"help": "A round generates for at most this many times the per-process prompt batch."},
     )
 
+    dynamic_sampling_max_skip_probability: float = field(
+        default=0.9,
+        metadata={
+            "help": "Skip, before generation, prompts whose recent groups were all right or all wrong, with a "
+            "probability rising with their streak up to this value (0 turns prompt history off)."
+        },
+    )
+
     # Overlong reward shaping
     soft_overlong_punishment: bool = field(
         default=True,
@@ -146,6 +161,11 @@ class DAPOConfig(GRPOConfig):
             raise ValueError(
                 "dynamic_sampling_max_oversampling must be at least 1.0 (one round generates at least the normal "
                 f"batch), got {self.dynamic_sampling_max_oversampling}."
+            )
+        if not 0.0 <= self.dynamic_sampling_max_skip_probability < 1.0:
+            raise ValueError(
+                "dynamic_sampling_max_skip_probability must be in [0, 1) (a skipped prompt must keep a chance to come "
+                f"back; 0 turns prompt history off), got {self.dynamic_sampling_max_skip_probability}."
             )
         per_process_batch = self.generation_batch_size // self.world_size
         if self.dynamic_sampling and per_process_batch % self.num_generations:

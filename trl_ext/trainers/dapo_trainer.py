@@ -21,9 +21,12 @@ from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     BackoffController,
     KeepRateEstimator,
+    PromptHistory,
     RefillSampler,
     SamplingMode,
+    draw_unskipped,
     filter_rewards,
+    group_outcomes,
     groups_to_keep,
     informative_group_mask,
     prompt_index,
@@ -161,6 +164,11 @@ class DAPOTrainer(GRPOTrainer):
         )
         self._backoff_announced = False
         self._always_informative_batches = 0
+        self._prompt_history = (
+            PromptHistory(seed=self.args.seed, max_skip_probability=self.args.dynamic_sampling_max_skip_probability)
+            if self.args.dynamic_sampling_max_skip_probability > 0
+            else None
+        )
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Which reward functions decide informativeness, and with what weights."""
@@ -205,6 +213,7 @@ class DAPOTrainer(GRPOTrainer):
             state = {
                 "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
                 "backoff": self._backoff.state_dict(),
+                "prompt_history": self._prompt_history.state_dict() if self._prompt_history else None,
             }
             with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
                 json.dump(state, file)
@@ -219,6 +228,8 @@ class DAPOTrainer(GRPOTrainer):
         windows = state["keep_rate_windows"]
         if "backoff" in state:
             self._backoff.load_state_dict(state["backoff"])
+        if self._prompt_history is not None and state.get("prompt_history"):
+            self._prompt_history.load_state_dict(state["prompt_history"])
         if len(windows) != len(self._keep_rates):
             logger.info(
                 f"Resuming on {len(self._keep_rates)} processes from a checkpoint written by {len(windows)}: the "
@@ -296,8 +307,9 @@ class DAPOTrainer(GRPOTrainer):
 
         draw_key = self._refill_draw_key()
         local_indices = [self._prompt_indices.get(prompt_key(row["prompt"]), -1) for row in inputs[::group_size]]
-        batch_indices = [index for index in gather_object(local_indices) if index >= 0]
-        drawn = 0
+        indices_per_process = _split(gather_object(local_indices), num_processes)
+        batch_indices = [index for indices in indices_per_process for index in indices if index >= 0]
+        cursor = prompts_skipped = 0
 
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)
         rounds: list[_Round] = []
@@ -310,14 +322,25 @@ class DAPOTrainer(GRPOTrainer):
                 extra = 0 if backing_off else (
                     self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
                 )
-                refill = self._refill_inputs(draw_key, batch_indices, drawn, extra)
-                round_inputs, round_prompts = inputs + refill, list(prompts) + [row["prompt"] for row in refill]
-                drawn += extra * num_processes
+                # The sampler's own prompts may be skipped too; each process refills what it skipped.
+                skipped = [self._skip_prompts(indices, draw_key, round_index) for indices in indices_per_process]
+                counts = [extra + sum(flags) for flags in skipped]
+                prompts_skipped += sum(counts) - extra * num_processes
+                kept_batch = [
+                    [index for index, skip in zip(indices, flags, strict=True) if not skip]
+                    for indices, flags in zip(indices_per_process, skipped, strict=True)
+                ]
+                local_groups = [group for group, skip in enumerate(skipped[rank]) if not skip]
+                own_rows = [group * group_size + offset for group in local_groups for offset in range(group_size)]
             else:
-                num_prompts = self._prompts_for(groups_needed - kept_per_process, max_prompts)
-                round_inputs = self._refill_inputs(draw_key, batch_indices, drawn, num_prompts)
-                round_prompts = [row["prompt"] for row in round_inputs]
-                drawn += num_prompts * num_processes
+                counts = [self._prompts_for(groups_needed - kept_per_process, max_prompts)] * num_processes
+                kept_batch, own_rows = [[] for _ in range(num_processes)], []
+            refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
+            prompts_skipped += skipped_refills
+            refill = self._refill_inputs(refills[rank])
+            round_inputs = [inputs[row] for row in own_rows] + refill
+            round_prompts = [prompts[row] for row in own_rows] + [row["prompt"] for row in refill]
+            round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
             self._fit_tool_dicts(len(round_inputs))
             generation = super()._generate(round_prompts)
             rewards_per_func = self._calculate_rewards(round_inputs, round_prompts, generation[3], generation[1])
@@ -328,6 +351,8 @@ class DAPOTrainer(GRPOTrainer):
 
             rewards = filter_rewards(rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
+            if self._prompt_history is not None:
+                self._prompt_history.record(round_indices, group_outcomes(rewards.cpu(), group_size))
             for estimator, process_informative in zip(self._keep_rates, informative, strict=True):
                 estimator.update(int(process_informative.sum()), process_informative.numel())
             groups_sampled += informative.numel()
@@ -393,6 +418,7 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
         metrics["dynamic_sampling/backoff"].append(float(backing_off))
+        metrics["dynamic_sampling/prompts_skipped"].append(float(prompts_skipped))
         self._check_filter_filters(informative_sampled == groups_sampled)
         return generation, batch_inputs, batch_prompts
 
@@ -457,11 +483,31 @@ class DAPOTrainer(GRPOTrainer):
         accumulation = self.args.gradient_accumulation_steps
         return self.state.global_step * accumulation + self._step % accumulation
 
-    def _refill_inputs(self, draw_key: int, batch_indices: list[int], drawn: int, num_prompts: int) -> list[dict]:
-        """`num_prompts` fresh training rows for this process, each repeated once per generation."""
-        if num_prompts <= 0:
-            return []
-        indices = self._refill_sampler.draw(draw_key, batch_indices, drawn, num_prompts)
+    def _skip_prompts(self, indices: list[int], draw_key: int, round_index: int) -> list[bool]:
+        """Which prompts the prompt history says not to generate for (never without a history)."""
+        if self._prompt_history is None:
+            return [False] * len(indices)
+        return self._prompt_history.should_skip(indices, draw_key, round_index)
+
+    def _draw_refills(self, draw_key: int, batch_indices: list[int], cursor: int, counts: list[int], round_index: int):
+        """`counts[p]` fresh prompts for each process `p`, from the batch's draw order, past skipped prompts.
+
+        Every process computes every process's draw (the order and the skip coins are pure functions), so they
+        agree without communicating. Returns the indices per process, the new position in the order and the number
+        of prompts skipped.
+        """
+        chosen, cursor, skipped = draw_unskipped(
+            take=lambda start, count: self._refill_sampler.take(draw_key, batch_indices, start, count),
+            should_skip=lambda indices: self._skip_prompts(indices, draw_key, round_index),
+            start=cursor,
+            count=sum(counts),
+            patience=len(self.train_dataset),
+        )
+        starts = [sum(counts[:process]) for process in range(len(counts))]
+        return [chosen[start : start + count] for start, count in zip(starts, counts, strict=True)], cursor, skipped
+
+    def _refill_inputs(self, indices: list[int]) -> list[dict[str, Any]]:
+        """The training rows of `indices`, each repeated once per generation."""
         rows = [self.train_dataset[index] for index in indices]
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
@@ -491,6 +537,12 @@ def _is_overlong(reward_func) -> bool:
     return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
         "soft_overlong_punishment_reward"
     )
+
+
+def _split(values: list, parts: int) -> list[list]:
+    """`values` cut into `parts` equal consecutive lists (gathered per-process values, in process order)."""
+    size = len(values) // parts
+    return [values[part * size : (part + 1) * size] for part in range(parts)]
 
 
 def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
