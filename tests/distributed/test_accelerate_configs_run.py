@@ -40,8 +40,11 @@ needs_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None, reason="DeepSpeed not installed: pip install -e '.[dev]'"
 )
 
-sys.path.insert(0, str(SCRIPTS))
-from parameter_digest import state_dict_digest  # noqa: E402
+# The digest the training script computes, loaded from the same file so both sides hash alike.
+_digest_spec = importlib.util.spec_from_file_location("parameter_digest", SCRIPTS / "parameter_digest.py")
+_digest_module = importlib.util.module_from_spec(_digest_spec)
+_digest_spec.loader.exec_module(_digest_module)
+state_dict_digest = _digest_module.state_dict_digest
 
 
 def cpu_config(name: str, directory: Path) -> Path:
