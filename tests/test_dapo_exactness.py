@@ -437,3 +437,41 @@ def test_constant_rewards_back_off_to_one_plain_round_and_recover(tmp_path, tiny
     assert backoff[:4] == [1.0] * 4 and rounds[1:4] == [1.0] * 3  # one plain round per step while nothing varies
     assert backoff[-1] == 0.0  # informative groups came back: over-sampling resumed
     assert caplog.text.count("backing off") == 1
+
+
+# ------------------------------------------------------------------------------------------- prompt history
+
+
+def test_prompts_that_stay_uninformative_are_skipped_before_generation(tmp_path, tiny_model_dir):
+    def generated_ids(trainer):
+        seen = []
+        generate = trainer._calculate_rewards
+
+        def recording(inputs, *args):
+            seen.append([row["id"] for row in inputs[::GROUP]])
+            return generate(inputs, *args)
+
+        trainer._calculate_rewards = recording
+        return seen
+
+    def run(max_skip_probability):
+        config = small_config(
+            tmp_path / str(max_skip_probability), max_steps=8, dynamic_sampling_max_skip_probability=max_skip_probability
+        )
+        trainer = DAPOTrainer(
+            tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(16)
+        )
+        seen = generated_ids(trainer)
+        trainer.train()
+        return trainer, [i for round_ids in seen for i in round_ids]
+
+    with_history, ids = run(0.9)
+    without_history, ids_without = run(0.0)
+    skipped = metric_history(with_history, "dynamic_sampling/prompts_skipped")
+    assert sum(skipped) > 0 and sum(metric_history(without_history, "dynamic_sampling/prompts_skipped")) == 0
+    # Even prompts are always uninformative: the history generates for fewer of them, odd ones as before.
+    even_share = sum(i % 2 == 0 for i in ids) / len(ids)
+    even_share_without = sum(i % 2 == 0 for i in ids_without) / len(ids_without)
+    assert even_share < even_share_without
+    state = with_history._prompt_history.state_dict()["streaks"]
+    assert state and all(index % 2 == 0 for index, _, _ in state)  # only even prompts carry a streak
