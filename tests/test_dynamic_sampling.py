@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from trl_ext.sampling import (
     KeepRateEstimator,
     RefillSampler,
-    concat_selected_rows,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
@@ -152,50 +151,40 @@ def test_keep_rate_estimator_pools_a_sliding_window():
 
 
 def test_refill_sampler_shards_without_overlap_and_is_reproducible():
-    shards = [RefillSampler(100, seed=3, num_processes=4, process_index=rank).indices(10, 7, 1) for rank in range(4)]
+    shards = [RefillSampler(100, seed=3, num_processes=4, process_index=rank).draw(7, [], 0, 10) for rank in range(4)]
     flat = [index for shard in shards for index in shard]
     assert len(set(flat)) == 40 and all(0 <= index < 100 for index in flat)
-    again = RefillSampler(100, seed=3, num_processes=4, process_index=2).indices(10, 7, 1)
+    again = RefillSampler(100, seed=3, num_processes=4, process_index=2).draw(7, [], 0, 10)
     assert again == shards[2]  # a resumed run draws the same prompts
-    assert RefillSampler(100, 3, 4, 2).indices(10, 8, 1) != again  # another step draws others
-    assert RefillSampler(100, 3, 4, 2).indices(10, 7, 2) != again  # and so does another round
+    assert RefillSampler(100, 3, 4, 2).draw(8, [], 0, 10) != again  # another generation batch draws others
+    assert not set(RefillSampler(100, 3, 4, 2).draw(7, [], 40, 10)) & set(flat)  # the next round, fresh ones
 
 
 def test_refill_sampler_repeats_only_when_the_dataset_is_too_small():
-    indices = RefillSampler(5, seed=0, num_processes=1, process_index=0).indices(12, 0, 0)
-    assert len(indices) == 12 and sorted(set(indices)) == [0, 1, 2, 3, 4]
+    indices = RefillSampler(5, seed=0, num_processes=1, process_index=0).draw(0, [], 0, 12)
+    assert len(indices) == 12 and sorted(set(indices[:5])) == [0, 1, 2, 3, 4]
 
 
-def test_concat_selected_rows_pads_prompts_left_and_completions_right():
-    round_a = {
-        "prompt_ids": torch.tensor([[5, 6], [7, 8]]),
-        "prompt_mask": torch.ones(2, 2, dtype=torch.long),
-        "completion_ids": torch.tensor([[1, 2, 3], [4, 0, 0]]),
-        "completion_mask": torch.tensor([[1, 1, 1], [1, 0, 0]]),
-        "advantages": torch.tensor([0.5, -0.5]),
-        "num_items_in_batch": torch.tensor(4),
-    }
-    round_b = {
-        "prompt_ids": torch.tensor([[9, 9, 9]]),
-        "prompt_mask": torch.ones(1, 3, dtype=torch.long),
-        "completion_ids": torch.tensor([[2]]),
-        "completion_mask": torch.tensor([[1]]),
-        "advantages": torch.tensor([1.5]),
-        "num_items_in_batch": torch.tensor(1),
-    }
-    merged = concat_selected_rows([round_a, round_b], [torch.tensor([1]), torch.tensor([0])], pad_token_id=0)
-    assert "num_items_in_batch" not in merged
-    assert merged["prompt_ids"].tolist() == [[0, 7, 8], [9, 9, 9]]
-    assert merged["prompt_mask"].tolist() == [[0, 1, 1], [1, 1, 1]]
-    assert merged["completion_ids"].tolist() == [[4, 0, 0], [2, 0, 0]]
-    assert merged["completion_mask"].tolist() == [[1, 0, 0], [1, 0, 0]]
-    assert merged["advantages"].tolist() == [-0.5, 1.5]
+def test_draw_unskipped_replaces_skipped_prompts_and_gives_up_skipping_after_its_patience():
+    from trl_ext.sampling import draw_unskipped
 
-
-def test_concat_selected_rows_refuses_data_it_cannot_split():
-    round_a = {"prompt_ids": torch.zeros(2, 2), "num_images": [1, 1]}
-    with pytest.raises(NotImplementedError, match="dynamic_sampling=False"):
-        concat_selected_rows([round_a], [torch.tensor([0])], pad_token_id=0)
+    order = list(range(20))
+    chosen, end, skipped = draw_unskipped(
+        take=lambda start, count: order[start : start + count],
+        should_skip=lambda indices: [index % 2 == 0 for index in indices],
+        start=0,
+        count=4,
+        patience=10,
+    )
+    assert chosen == [1, 3, 5, 7] and end == 8 and skipped == 4
+    chosen, _, skipped = draw_unskipped(
+        take=lambda start, count: order[start : start + count],
+        should_skip=lambda indices: [True] * len(indices),
+        start=0,
+        count=3,
+        patience=2,
+    )
+    assert chosen == [2, 3, 4] and skipped == 2
 
 
 def test_spare_groups_fill_the_shortfall_from_the_earliest_rounds():

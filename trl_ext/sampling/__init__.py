@@ -2,7 +2,6 @@
 which surplus groups to carry over, which prompts to skip, and when to stop over-sampling."""
 
 from .backoff import BackoffController, SamplingMode
-from .batch import concat_selected_rows
 from .carry import CarriedGroup, CarryBuffer, staleness_stats, surplus_informative_groups
 from .dynamic_sampling import (
     KeepRateEstimator,
@@ -24,7 +23,6 @@ __all__ = [
     "PromptHistory",
     "RefillSampler",
     "SamplingMode",
-    "concat_selected_rows",
     "draw_unskipped",
     "filter_rewards",
     "group_outcomes",
