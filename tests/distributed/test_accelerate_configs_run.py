@@ -8,6 +8,7 @@ step-2 checkpoint reloads and resumes.
 What runs where, on CPU (accelerate 1.15, torch 2.13, DeepSpeed 0.19):
 - ddp.yaml: DDP over gloo.
 - zero2.yaml, zero3.yaml: DeepSpeed's CPU accelerator over gloo (`DS_ACCELERATOR=cpu`, `ddp_backend="gloo"`).
+- single_gpu.yaml: one process, no distributed back-end.
 - fsdp2.yaml: accelerate enables FSDP only on GPU-class devices; under `use_cpu=True` it trains with DDP and
   ignores the FSDP settings without a warning. The test checks that fallback explicitly, and checks the config as
   far as a CPU allows: the launcher's FSDP2 settings, the plugin accelerate builds from them, the layers it wraps,
@@ -47,23 +48,25 @@ _digest_spec.loader.exec_module(_digest_module)
 state_dict_digest = _digest_module.state_dict_digest
 
 
-def cpu_config(name: str, directory: Path) -> Path:
-    """The shipped config `name` with CPU_OVERRIDES applied, written to `directory`; every other key is kept."""
+def cpu_config(name: str, directory: Path, overrides: dict) -> Path:
+    """The shipped config `name` with `overrides` applied, written to `directory`; every other key is kept."""
     shipped = yaml.safe_load((CONFIGS / name).read_text())
     path = directory / name
-    path.write_text(yaml.safe_dump({**shipped, **CPU_OVERRIDES}))
+    path.write_text(yaml.safe_dump({**shipped, **overrides}))
     derived, original = load_config_from_file(str(path)), load_config_from_file(str(CONFIGS / name))
-    assert derived.to_dict() == {**original.to_dict(), **CPU_OVERRIDES}
+    assert derived.to_dict() == {**original.to_dict(), **overrides}
     return path
 
 
-def launch(name: str, directory: Path, model_dir: str, **environment: str) -> tuple[list[dict], Path]:
-    """Run the script under config `name` on 2 processes; returns each process's report and the output dir."""
+def launch(
+    name: str, directory: Path, model_dir: str, overrides: dict = CPU_OVERRIDES, **environment: str
+) -> tuple[list[dict], Path]:
+    """Run the script under config `name`; returns each process's report and the output dir."""
     output_dir = directory / "out"
     output_dir.mkdir(parents=True)
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(cpu_config(name, directory)),
+        "--config_file", str(cpu_config(name, directory, overrides)),
         str(SCRIPTS / "distributed_dynamic_sampling.py"), model_dir, str(output_dir),
     ]  # fmt: skip
     env = {
@@ -77,7 +80,9 @@ def launch(name: str, directory: Path, model_dir: str, **environment: str) -> tu
     }
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    return [json.loads((output_dir / f"rank{rank}.json").read_text()) for rank in (0, 1)], output_dir
+    reports = [json.loads(path.read_text()) for path in sorted(output_dir.glob("rank*.json"))]
+    assert len(reports) == overrides["num_processes"]
+    return reports, output_dir
 
 
 def dynamic_sampling_metrics(history: list[dict]) -> list[dict]:
@@ -191,3 +196,14 @@ def test_deepspeed_configs_on_cpu(name, tmp_path, tiny_model_dir, ddp_run):
     ddp_output = ddp_run[1]
     for checkpoint in ("checkpoint-2", "checkpoint-3"):
         assert max_weight_difference(output_dir / checkpoint, ddp_output / checkpoint) < 1e-4
+
+
+@pytest.mark.slow
+def test_single_gpu_config_on_cpu(tmp_path, tiny_model_dir):
+    one_process = {"mixed_precision": "no", "num_processes": 1}  # the shipped value, stated for the count check
+    ranks, output_dir = launch("single_gpu.yaml", tmp_path, tiny_model_dir, one_process)
+    (report,) = ranks
+    assert report["backend"]["distributed_type"] == "NO" and report["backend"]["num_processes"] == 1
+    assert report["batch_sizes"] == [8, 8] and report["resumed_batch_sizes"] == [8]
+    assert [entry["step"] for entry in report["resumed_log_history"] if "loss" in entry] == [1, 2, 3]
+    check_checkpoints(ranks, output_dir)

@@ -1,4 +1,4 @@
-"""Dynamic sampling on two processes under any of the shipped accelerate configs, on CPU.
+"""Dynamic sampling on two processes (or one, for single_gpu.yaml) under the shipped accelerate configs, on CPU.
 
 Usage (from `accelerate launch --config_file <config> --num_processes 2`):
     distributed_dynamic_sampling.py MODEL_PATH OUTPUT_DIR
@@ -143,7 +143,7 @@ backend = {
     "distributed_type": str(trainer.accelerator.distributed_type).split(".")[-1],
     "num_processes": trainer.accelerator.num_processes,
     "device": str(trainer.accelerator.device),
-    "torch_backend": torch.distributed.get_backend(),
+    "torch_backend": torch.distributed.get_backend() if torch.distributed.is_initialized() else None,
     "model_wrapper": type(trainer.model_wrapped).__name__,
     "zero_stage": trainer.accelerator.state.deepspeed_plugin.zero_stage if use_deepspeed else None,
     "launcher_environment": {
