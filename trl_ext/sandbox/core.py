@@ -347,6 +347,10 @@ class Sandbox:
                 process, started + limits.wall_time, limits.max_output
             )
         finally:
+            # Without a cgroup listing the run's processes, its PID namespace does: found before the kill.
+            namespace = None
+            if process is not None and cgroups is None and self.isolation != "none":
+                namespace = _pid_namespace_below(process.pid)
             if process is not None:
                 _kill_process_group(process.pid)
             if cgroups is not None:
@@ -355,6 +359,8 @@ class Sandbox:
                 process.wait()
                 process.stdout.close()
                 process.stderr.close()
+            if namespace is not None:
+                _kill_pid_namespace(namespace)
             if cgroups is not None:
                 cgroups.remove()
             _remove_tree(workdir)
@@ -854,6 +860,48 @@ def _collect_output(
             if overflow:
                 break
     return bytes(buffers[process.stdout.fileno()]), bytes(buffers[process.stderr.fileno()]), timed_out, overflow
+
+
+def _pid_namespace_below(pid: int) -> str | None:
+    """The PID namespace of the first child of `pid` (bubblewrap's or unshare's init of the run), if it is not
+    `pid`'s own; None when there is no such child (the run has ended) or /proc does not say."""
+    try:
+        own = os.readlink(f"/proc/{pid}/ns/pid")
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for child in children:
+            namespace = os.readlink(f"/proc/{child}/ns/pid")
+            if namespace != own:
+                return namespace
+    except OSError:
+        pass
+    return None
+
+
+def _kill_pid_namespace(namespace: str, timeout: float = 5.0) -> None:
+    """SIGKILL every process in the PID namespace `namespace` (`pid:[inode]`) until none is left.
+
+    Once its init is killed the kernel kills the rest, but not at once: a run must not return while a fork
+    bomb's processes are still on the host. A process cannot leave its PID namespace, unlike its process group.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                        found.append(int(entry))
+                except OSError:
+                    pass
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.005)
+    logger.warning("Processes of a sandbox run were still alive %.0f s after it was killed.", timeout)
 
 
 def _kill_process_group(pgid: int) -> None:
