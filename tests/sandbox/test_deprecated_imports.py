@@ -38,6 +38,7 @@ def test_old_harness_module_warns_and_exports_the_same_objects():
 
 def test_the_new_package_and_the_reward_do_not_warn():
     # A fresh interpreter where any DeprecationWarning is an error: the reward must not go through the old paths.
-    code = "import trl_ext.rewards, trl_ext.sandbox, trl_ext.sandbox.testing; from trl_ext.rewards.code import CodeReward"
-    result = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True, text=True)
+    code = "import trl_ext.rewards, trl_ext.sandbox.testing; from trl_ext.rewards.code import CodeReward"
+    command = [sys.executable, "-W", "error::DeprecationWarning", "-c", code]
+    result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -11,7 +11,6 @@ import logging
 import os
 import pickle
 import signal
-import socket
 import subprocess
 import sys
 import time

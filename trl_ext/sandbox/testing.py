@@ -71,8 +71,6 @@ _AST_OPERATORS = {
 _NOT_LITERAL = object()
 
 
-
-
 @dataclass(frozen=True, eq=False)
 class CodeTest:
     """One test, as the sandbox runs it and the trainer judges it.
