@@ -240,6 +240,30 @@ def test_calls_rendered_by_trl_chat_templates(template):
     assert judge(text, wrong) == judge([message], wrong) == 0.0
 
 
+@pytest.mark.parametrize("template", ["gemma4", "gptoss", "lfm2_2_5"])
+def test_other_templates_are_read_through_trls_parsed_messages(template):
+    # Their text forms (`<|tool_call>call:...`, `to=functions....<|call|>`, Python-style calls) are not read as
+    # text; TRL's `parse_response` turns them into the `tool_calls` field this reward reads.
+    tokenizer = build_char_tokenizer()
+    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", f"{template}.jinja")) as file:
+        tokenizer.chat_template = file.read()
+    calls = TEMPLATE_CALLS[:1] if template == "gptoss" else TEMPLATE_CALLS
+    messages = [
+        {"role": "user", "content": "Weather and time in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": c} for c in calls]},
+    ]
+    tools = [get_weather, get_time]
+    full = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+    prompt = tokenizer.apply_chat_template(messages[:1], tools=tools, tokenize=False, add_generation_prompt=True)
+    text = full[len(prompt) :]
+    assert parse_tool_calls(text) == []
+    add_response_schema(tokenizer)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    prefix = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    message = parse_response(tokenizer, ids, prefix=prefix, tools=tools)
+    assert judge([message], json.dumps(calls)) == 1.0
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # References
 
