@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+from pathlib import Path
 
 import pytest
 from datasets import Dataset
@@ -13,6 +15,16 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from trl_ext.tiny import save_tiny_model  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--trl-suite",
+        choices=("ci", "full"),
+        default="ci",
+        help="TRL's GRPO tests in tests/trl_suite: 'ci' runs a subset covering every configuration family, 'full' "
+        "every test against TRL's GRPOTrainer and both DAPOTrainer variants.",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +59,32 @@ def make_prompt_dataset(num_prompts: int = 16) -> Dataset:
 @pytest.fixture
 def prompt_dataset() -> Dataset:
     return make_prompt_dataset()
+
+
+# ---------------------------------------------------------------------------------------------- sandbox tests
+# Here rather than in tests/sandbox/conftest.py: test modules import this file as `conftest`, which a second
+# conftest module would shadow.
+
+SANDBOX_TESTS = Path(__file__).parent / "sandbox"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With TRL_EXT_SANDBOX_TESTS_MUST_RUN=1 (CI) a skipped sandbox test is a failure: a green run must mean the
+    isolation was tested on this machine, not skipped."""
+    outcome = yield
+    report = outcome.get_result()
+    in_sandbox_tests = SANDBOX_TESTS in Path(str(item.path)).parents
+    if report.skipped and in_sandbox_tests and os.environ.get("TRL_EXT_SANDBOX_TESTS_MUST_RUN") == "1":
+        report.outcome = "failed"
+        report.longrepr = f"sandbox test skipped, which TRL_EXT_SANDBOX_TESTS_MUST_RUN=1 forbids: {report.longrepr}"
+
+
+@pytest.fixture
+def listener():
+    """Port of a TCP server on 127.0.0.1 that a sandboxed program must not reach."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield server.getsockname()[1]
+    server.close()
