@@ -23,7 +23,16 @@ Reported per scheme and keep rate: generation rounds per optimiser step, sequenc
 step, and over the steps after the first (before its first round the adaptive scheme has no keep-rate estimate).
 Targets for the adaptive scheme: at most 1.2 rounds per step and at most 1.25/p sequences per kept one.
 
+Also reported: the rows that go through a log-probability forward outside the training forward (TRL's reference
+forward with `--beta > 0`, its old-policy forward when generation and updates are not aligned), counted per step
+from the calls to `_get_per_token_logps_and_entropies` made while the batch is generated and scored. DAPOTrainer
+scores and filters every round before those forwards, so they see the trained batch only; a trainer that
+forwards before filtering would forward every generated row (the `generated rows` column). The prompt history
+(`dynamic_sampling_max_skip_probability`, `--max-skip-probability`) skips prompts whose recent groups were all
+uninformative; its skips are reported per step.
+
     python benchmarks/dynamic_sampling.py --out benchmarks/results/dynamic_sampling.json  # full: 32 x 4, 30 steps
+    python benchmarks/dynamic_sampling.py --beta 0.04 --out ...                          # count reference forwards
     python benchmarks/dynamic_sampling.py --quick                                          # smoke: 8 x 4, 3 steps
 """
 
@@ -32,6 +41,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -107,6 +117,8 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         self.round_log: list[list[tuple[int, int]]] = []
         self.discarded_rounds: list[int] = []
         self.generation_seconds: list[float] = []
+        self.forward_rows: list[int] = []  # rows through a log-prob forward while generating and scoring, per step
+        self._scoring = False
         self._train_groups = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
 
     def _generate_and_score_completions(self, inputs):
@@ -114,15 +126,27 @@ class MeasuredDAPOTrainer(DAPOTrainer):
             return super()._generate_and_score_completions(inputs)
         self.round_log.append([])
         self.discarded_rounds.append(0)
+        self.forward_rows.append(0)
         started = time.perf_counter()
-        batch = super()._generate_and_score_completions(inputs)
+        self._scoring = True
+        try:
+            batch = super()._generate_and_score_completions(inputs)
+        finally:
+            self._scoring = False
         self.generation_seconds.append(time.perf_counter() - started)
         return batch
 
+    def _get_per_token_logps_and_entropies(self, model, input_ids, *args, **kwargs):
+        if self._scoring:  # the old-policy and reference forwards; the training forward runs in compute_loss
+            self.forward_rows[-1] += input_ids.size(0)
+        return super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        assembling = self._assembled_rewards is not None  # TRL scoring the assembled batch: not a generation round
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        informative = informative_group_mask(rewards_per_func[:, 0].cpu(), self.num_generations)
-        self.round_log[-1].append((int(informative.sum()), informative.numel()))
+        if not assembling:
+            informative = informative_group_mask(rewards_per_func[:, 0].cpu(), self.num_generations)
+            self.round_log[-1].append((int(informative.sum()), informative.numel()))
         return rewards_per_func
 
     def kept_groups(self, rounds: list[tuple[int, int]], discarded: int) -> int:
@@ -150,10 +174,17 @@ class ResampleTrainer(MeasuredDAPOTrainer):
         return self._train_groups
 
     def _on_rounds_exhausted(self, *args, **kwargs):
-        # ms-swift generates one more resample before its loop tests the retry counter, then discards it.
-        step = self.state.global_step
-        extra_inputs = self._refill_inputs(self._train_groups, step, round_index=SWIFT_MAX_RESAMPLE_TIMES)
-        GRPOTrainer._generate_and_score_completions(self, extra_inputs)  # recorded by `_calculate_rewards`
+        # ms-swift generates one more resample before its loop tests the retry counter, then discards it: generate
+        # and score it (recorded by `_calculate_rewards`), and drop the generation metrics TRL logged for it.
+        metrics = self._metrics["train"]
+        logged_before = {name: len(values) for name, values in metrics.items()}
+        draw = random.Random(f"{self.args.seed}:{self.state.global_step}")
+        extra_inputs = self._refill_inputs(draw.sample(range(len(self.train_dataset)), self._train_groups))
+        extra_prompts = [row["prompt"] for row in extra_inputs]
+        generation = GRPOTrainer._generate(self, extra_prompts)
+        self._calculate_rewards(extra_inputs, extra_prompts, generation[3], generation[1])
+        for name, values in metrics.items():
+            del values[logged_before.get(name, 0) :]
         self.discarded_rounds[-1] += 1
         super()._on_rounds_exhausted(*args, **kwargs)
 
@@ -191,6 +222,12 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
             soft_overlong_punishment=False,
             dynamic_sampling_max_rounds=max_rounds,
             dynamic_sampling_on_exhausted="warn",
+            beta=args.beta,
+            **(
+                {"dynamic_sampling_max_skip_probability": args.max_skip_probability}
+                if args.max_skip_probability is not None
+                else {}
+            ),
             **({"dynamic_sampling_confidence": args.confidence} if args.confidence is not None else {}),
         )
     )
@@ -219,9 +256,20 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
         )
 
     group = args.num_generations
+    tokens_generated = log_history_values(trainer, "dynamic_sampling/tokens_generated")
+    prompts_skipped = log_history_values(trainer, "dynamic_sampling/prompts_skipped")
+    backoff = log_history_values(trainer, "dynamic_sampling/backoff")
     steps = []
-    for rounds, discarded, step_s, generation_s in zip(
-        trainer.round_log, trainer.discarded_rounds, timer.step_seconds, trainer.generation_seconds, strict=True
+    for rounds, discarded, step_s, generation_s, forward_rows, tokens, skipped, backing_off in zip(
+        trainer.round_log,
+        trainer.discarded_rounds,
+        timer.step_seconds,
+        trainer.generation_seconds,
+        trainer.forward_rows,
+        tokens_generated,
+        prompts_skipped,
+        backoff,
+        strict=True,
     ):
         kept = trainer.kept_groups(rounds, discarded)
         steps.append(
@@ -234,6 +282,12 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
                 "filled": kept == trainer._train_groups,
                 "sequences_generated": group * sum(groups for _, groups in rounds),
                 "kept_sequences": group * kept,
+                # Rows through the old-policy / reference forwards; before filtering moved ahead of them, every
+                # generated row of the step's rounds was forwarded (sequences_generated).
+                "forward_rows": forward_rows,
+                "tokens_generated": tokens,
+                "prompts_skipped": skipped,
+                "backoff": bool(backing_off),
                 "step_s": step_s,
                 "generation_s": generation_s,
             }
@@ -244,6 +298,8 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
         "scheme": scheme,
         "keep_rate": keep_rate,
         "confidence": config.dynamic_sampling_confidence if scheme == "adaptive" else None,
+        "beta": config.beta,
+        "max_skip_probability": config.dynamic_sampling_max_skip_probability,
         "steps": steps,
         **summarise(steps, keep_rate),
     }
@@ -261,6 +317,10 @@ def summarise(steps: list[dict], keep_rate: float) -> dict:
             "sequences_per_kept": per_kept,
             "sequences_per_kept_times_p": per_kept * keep_rate,
             "filled_fraction": sum(step["filled"] for step in selected) / len(selected),
+            "generated_rows_per_step": generated / len(selected),
+            "forward_rows_per_step": sum(step["forward_rows"] for step in selected) / len(selected),
+            "tokens_generated_per_step": sum(step["tokens_generated"] for step in selected) / len(selected),
+            "prompts_skipped_per_step": sum(step["prompts_skipped"] for step in selected) / len(selected),
             "median_step_s": median([step["step_s"] for step in selected]),
             "median_generation_s": median([step["generation_s"] for step in selected]),
         }
@@ -281,6 +341,17 @@ def main(argv=None):
     parser.add_argument("--max-completion-length", type=int, default=8)
     parser.add_argument("--num-prompts", type=int, default=4000, help="training prompts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--beta",
+        type=float,
+        default=0.0,
+        help="KL coefficient; > 0 runs TRL's reference forward, whose rows the benchmark counts",
+    )
+    parser.add_argument(
+        "--max-skip-probability",
+        type=float,
+        help="dynamic_sampling_max_skip_probability (default: DAPOConfig's; 0 turns the prompt history off)",
+    )
     parser.add_argument(
         "--confidence",
         type=float,
@@ -307,13 +378,15 @@ def main(argv=None):
                 figures = run["all_steps"]
                 print(
                     f"p={keep_rate} {scheme}: {figures['rounds_per_step']:.2f} rounds/step, "
-                    f"{figures['sequences_per_kept']:.2f} sequences/kept, {figures['median_step_s']:.3f} s/step",
+                    f"{figures['sequences_per_kept']:.2f} sequences/kept, {figures['forward_rows_per_step']:.1f} of "
+                    f"{figures['generated_rows_per_step']:.1f} generated rows/step forwarded, "
+                    f"{figures['median_step_s']:.3f} s/step",
                     flush=True,
                 )
 
     headers = [
         "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*",
-        "seq/kept x p*",
+        "seq/kept x p*", "generated rows/step", "forward rows/step", "skipped/step",
     ]  # fmt: skip
     rows = []
     for run in runs:
@@ -330,13 +403,18 @@ def main(argv=None):
                 all_steps["median_step_s"],
                 later["rounds_per_step"],
                 later["sequences_per_kept_times_p"],
+                all_steps["generated_rows_per_step"],
+                all_steps["forward_rows_per_step"],
+                all_steps["prompts_skipped_per_step"],
             ]
         )
     print()
     print(format_table(headers, rows))
     print(
         f"\n{args.groups} groups x {args.num_generations} completions per step, {args.steps} steps; '*' = steps after "
-        "the first; filled = fraction of steps whose batch held only informative groups; s/step = median wall time."
+        "the first; filled = fraction of steps whose batch held only informative groups; s/step = median wall time; "
+        f"forward rows = rows through the old-policy/reference log-prob forwards (beta={args.beta}); before filtering "
+        "came first, every generated row went through them; skipped = prompts the prompt history skipped."
     )
     verdicts = []
     for run in runs:
@@ -353,6 +431,8 @@ def main(argv=None):
                 "rounds_target_met": rounds_ok,
                 "sequences_per_kept_times_p": figures["sequences_per_kept_times_p"],
                 "sequences_target_met": sequences_ok,
+                "generated_rows_per_step": figures["generated_rows_per_step"],
+                "forward_rows_per_step": figures["forward_rows_per_step"],
             }
         )
         print(
