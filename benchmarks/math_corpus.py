@@ -64,7 +64,7 @@ def _literal(node: ast.AST):
     try:
         return ast.literal_eval(node)
     except ValueError:
-        return eval(compile(ast.Expression(node), "<case>", "eval"), {"math": math, "__builtins__": {}})  # noqa: S307
+        return eval(compile(ast.Expression(node), "<case>", "eval"), {"math": math, "__builtins__": {}})
 
 
 def _call_options(function: ast.FunctionDef) -> tuple[str, dict]:
@@ -301,6 +301,7 @@ def format_scores(rows: list[dict], verdicts: list[bool | None], plain: list[boo
         "recall": sum(right) / len(right),
         "false_positive_rate": sum(wrong) / len(wrong),
         "false_positives": sum(wrong),
+        "cannot_judge": sum(verdict is None for verdict in verdicts),
         "wrong_accepted_beyond_plain_math_verify": beyond_plain,
         "right_rejected": missed,
     }
@@ -355,12 +356,13 @@ def main(argv: list[str] | None = None) -> dict:
     ))  # fmt: skip
     formats = results["answer_formats"]
     right, wrong = formats["math (trl_ext)"]["right"], formats["math (trl_ext)"]["wrong"]
-    print(f"\nanswer formats: {len(rows)} completions for {len(set(r['reference'] for r in rows))} references "
+    print(f"\nanswer formats: {len(rows)} completions for {len({r['reference'] for r in rows})} references "
           f"({right} right, {wrong} wrong)\n")
     print(format_table(
-        ["verifier", "recall", "false-positive rate", "wrong accepted that plain math-verify rejects"],
+        ["verifier", "recall", "false-positive rate", "wrong accepted that plain math-verify rejects",
+         "cannot judge (reference unparsed)"],
         [[name, f"{s['recall']:.1%}", f"{s['false_positive_rate']:.1%} ({s['false_positives']})",
-          len(s["wrong_accepted_beyond_plain_math_verify"])] for name, s in formats.items()],
+          len(s["wrong_accepted_beyond_plain_math_verify"]), s["cannot_judge"]] for name, s in formats.items()],
     ))  # fmt: skip
     print("\nrecall by category (math / plain math-verify / accuracy_reward):")
     print(format_table(

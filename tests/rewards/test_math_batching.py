@@ -95,3 +95,24 @@ def test_cache_size_is_validated_and_does_not_travel_in_pickles():
     copy = pickle.loads(pickle.dumps(reward))
     assert len(reward._cache) == 1 and len(copy._cache) == 0 and copy.cache_size == 8
     reward.pool().close()
+
+
+@pytest.mark.slow
+def test_throughput_benchmark_quick_run_keeps_verdicts(tmp_path):
+    """The benchmark's smoke mode: both batch shapes, the same verdicts pooled (deduplicated) and one at a time
+    (the script asserts it), and fewer distinct pairs than completions on the realistic batch only."""
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import verifier_throughput
+
+    verifier_throughput.main(["--quick", "--out", str(tmp_path / "throughput.json")])
+    results = json.loads((tmp_path / "throughput.json").read_text())["results"]
+    assert set(results) == {"realistic", "all-distinct"}
+    realistic, distinct = results["realistic"], results["all-distinct"]
+    assert realistic["distinct_pairs_per_batch"] < realistic["completions"] / 2
+    assert distinct["distinct_pairs_per_batch"] >= 0.9 * distinct["completions"]
+    for entry in results.values():
+        assert entry["math, pooled"]["verdicts_matching_construction"] == 1.0

@@ -15,7 +15,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import math_corpus  # noqa: E402
+import math_corpus
 
 SUITE_TARGET = 0.98  # agreement with Math-Verify's cases that run with a reward's options and mark their answer
 

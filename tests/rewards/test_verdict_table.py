@@ -121,6 +121,10 @@ MATH_TABLE = [
     ("34", r"\boxed{12} ... Answer: 34", True),
     ("10455", r"So $\boxed{255}$ in interest. Final Answer: The final answer is $10,455$. I hope it is correct.", True),
     ("255", r"So $\boxed{255}$ in interest. Final Answer: The final answer is $10,455$. I hope it is correct.", False),
+    # "the answer is $x$" without a box; a later box still wins
+    ("42", "Adding them up, the final answer is $42$. I hope it is correct.", True),
+    ("43", "Adding them up, the final answer is $42$. I hope it is correct.", False),
+    ("3", r"The answer is $3$, or so I thought. \boxed{4}", False),
     # an answer that is only math, or carries a unit or percent word
     (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"$$\begin{pmatrix}1&2\\3&4\end{pmatrix}$$", True),
     (r"28\%", "28 percent", True),

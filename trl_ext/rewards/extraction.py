@@ -9,6 +9,7 @@ import re
 
 __all__ = [
     "answer_line",
+    "answer_phrase",
     "auto_answer",
     "gsm8k_answer",
     "last_boxed",
@@ -121,7 +122,7 @@ def auto_answer(text: str) -> str | None:
     if not candidates:
         return None
     # An `Answer: $\boxed{5}$` line contains the box: the box is the more precise span.
-    position, answer = max(candidates, key=lambda candidate: candidate[0])
+    _, answer = max(candidates, key=lambda candidate: candidate[0])
     inner = last_boxed(answer)
     return inner if inner is not None else answer
 
@@ -143,6 +144,21 @@ def _answer_in_line(content: str) -> str:
         if not rest.strip(".,;:!*\"' ") or reads_as_prose(rest):
             return next(group for group in math.groups() if group is not None).strip()
     return content
+
+
+_ANSWER_IS_MATH = re.compile(
+    r"(?i)\banswer\s+is\s*:?\s*(?:\$\$(.+?)\$\$|\$([^$]+)\$|\\\((.+?)\\\)|\\\[(.+?)\\\])", re.DOTALL
+)
+
+
+def answer_phrase(text: str) -> str | None:
+    """The math span right after the last "answer is" (`Therefore, the final answer is $42$.` -> `42`), or None
+    when the last such phrase is not followed by math."""
+    matches = list(_ANSWER_IS_MATH.finditer(text))
+    if not matches:
+        return None
+    answer = next(group for group in matches[-1].groups() if group is not None).strip()
+    return answer or None
 
 
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")

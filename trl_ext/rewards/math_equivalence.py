@@ -1,22 +1,23 @@
 """`math`: mathematical equivalence of the final answer with the reference, by `math-verify`.
 
 `math-verify` parses LaTeX and plain answers into sympy and compares them (fractions and decimals, sets in
-any order, intervals, expanded and factored forms, percent, units). What it misses on real data, and what
-this module adds before calling it:
+any order, intervals, expanded and factored forms, percent, units). Its own parts are used as they are: the
+default normalisation of `LatexExtractionConfig` (units, malformed operators such as `2^(10)` or `\\frac12`,
+leading decimal points), its rule for a run of several boxes, and `verify`'s string comparison when sympy
+fails on a pair. What it misses on real data, and what this module adds:
 
 - finding the answer: the last non-empty `\\boxed{}` or `\\fbox{}`, or `Answer: ...` line, whichever comes
-  last; an anchored phrase ("the final answer is ...") found by math-verify; or a completion that is
-  nothing but the answer (`1/2`, `$x^2+2x$`);
-- brace-less TeX shorthand (`\\frac12`, `\\tfrac34`, `\\frac 12`, `\\sqrt2`), which math-verify misreads
-  (`\\frac 12` as 12) or drops;
-- dollar amounts in the reference (`\\$10`, unparsable for math-verify, so the example would be lost),
-  thin-space digit groups (`1\\,000`), `\\varnothing`, Unicode math (`π`, `√2`, `≤`), and a trailing period
-  or comma inside the box (`\\boxed{6.}`);
-- an inequality answered for an interval reference (`x \\geq 2` for `[2, \\infty)`): math-verify accepts
-  only the other direction.
+  last (an "answer:" in prose after the box is not an answer); "the final answer is $x$"; math-verify's
+  search for an anchored answer; or a completion that is nothing but the answer (`1/2`, `$x^2+2x$`);
+- TeX shorthand with command or letter arguments (`\\frac\\pi2`, `\\tfrac{a}b`, `\\sqrt[3]8`), which
+  math-verify misreads;
+- MATH's spacing (`10,\\!000` and `1\\,000` are numbers; a row break `\\\\` stays one), `\\varnothing`,
+  Unicode math (`π`, `√2`, `≤`), and a trailing period or comma inside the box (`\\boxed{6.}`);
+- an inequality answered for a reference that can only be an interval (`x \\geq 2` for `[2, \\infty)`).
 
-`verify_math_answer` is the pure function; `MathReward` runs it in the verification process pool with a
-hard per-item timeout (math-verify's own timeouts use `signal.alarm`, which only works in the main thread).
+`verify_math_answer` is the pure function (`extract_final_answer` then `verify_final_answer`); `MathReward`
+runs the second in the verification process pool with a hard per-item timeout (math-verify's own timeouts
+use `signal.alarm`, which only works in the main thread), once per distinct (reference, final answer).
 """
 
 from __future__ import annotations
@@ -31,7 +32,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .base import Reward, dataset_column, scores_for
-from .extraction import auto_answer, boxed_spans, gsm8k_answer, last_boxed, reads_as_prose, strip_math_delimiters
+from .extraction import (
+    answer_phrase,
+    auto_answer,
+    boxed_spans,
+    gsm8k_answer,
+    last_boxed,
+    reads_as_prose,
+    strip_math_delimiters,
+)
 from .pool import TimeoutPool, shared_pool
 from .registry import register_reward
 
@@ -172,6 +181,8 @@ def extract_math_answer(text: str) -> str | None:
     None does not mean "wrong": `verify_math_answer` then lets math-verify look for an anchored answer.
     """
     answer = auto_answer(text)
+    if answer is None:
+        answer = answer_phrase(text)  # "the final answer is $x$", the form math-verify's anchors look for
     if answer is not None:
         return answer
     stripped = text.strip()
@@ -315,7 +326,7 @@ def _equivalent(gold: list, predicted: list, verify_timeout: int | None, *, allo
                     raise_on_error=True,
                 ):
                     return True
-            except Exception:  # noqa: BLE001 - a comparison sympy cannot do is not a match
+            except Exception:  # noqa: BLE001, S112 - a comparison sympy cannot do is not a match
                 continue
     return False
 
