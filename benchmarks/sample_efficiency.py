@@ -7,7 +7,9 @@ new tokens, temperature 1.0, the `exact_match` verifier). Each optimiser step tr
 method; the methods differ only in what their configs add:
 
 - **dapo**: `DAPOConfig` defaults: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling (filtering on
-  `exact_match`), soft overlong punishment (buffer of 4 tokens, as in the default recipe);
+  `exact_match`, prompt history skipping prompts whose recent groups were all right or all wrong), soft overlong
+  punishment (buffer of 4 tokens, as in the default recipe);
+- **dapo-no-skip**: the same without the prompt history (`dynamic_sampling_max_skip_probability=0.0`);
 - **grpo**: `GRPOConfig` with TRL's defaults (symmetric clip 0.2, TRL's default loss, no filtering, no shaping);
 - **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
   4 x 64 completions split into 4 optimiser steps.
@@ -55,13 +57,17 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
+METHODS = ("dapo", "dapo-no-skip", "grpo", "gspo")
 
 
 class CountGeneratedTokens:
-    """Counts every generated completion and its tokens: TRL scores each generated batch with exactly one
-    `_calculate_rewards` call, whichever trainer (and however many dynamic-sampling rounds) produced it."""
+    """Counts every generated completion and its tokens: TRL scores each generated batch with one
+    `_calculate_rewards` call, and DAPOTrainer each dynamic-sampling round; DAPOTrainer's further call on the
+    assembled batch (rows already scored in their rounds, `_assembled_rewards` set) is not counted again."""
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        if getattr(self, "_assembled_rewards", None) is not None:
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self.generated_sequences = getattr(self, "generated_sequences", 0) + len(completion_ids_list)
         self.generated_tokens = getattr(self, "generated_tokens", 0) + sum(len(ids) for ids in completion_ids_list)
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -82,8 +88,11 @@ class TokensAtStep(TrainerCallback):
 
 def method_setup(method: str, settings: dict):
     """(trainer class, config) for one method; `settings` are the ones all methods share."""
-    if method == "dapo":
-        config = DAPOConfig(**settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4)
+    if method in ("dapo", "dapo-no-skip"):
+        variant = {"dynamic_sampling_max_skip_probability": 0.0} if method == "dapo-no-skip" else {}
+        config = DAPOConfig(
+            **settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4, **variant
+        )
         return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
     if method == "grpo":
         return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings)
@@ -91,7 +100,7 @@ def method_setup(method: str, settings: dict):
         # One rollout of 4 x 64 completions feeds 4 optimiser steps of 64, so every method trains on 64 per step.
         config = GSPOConfig(**settings, steps_per_generation=4)
         return type("CountingGSPOTrainer", (CountGeneratedTokens, GSPOTrainer), {}), config
-    raise ValueError(f"Unknown method {method!r}; use dapo, grpo or gspo.")
+    raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
 
 
 def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -> dict:
@@ -192,7 +201,7 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"dapo": "tab:blue", "grpo": "tab:orange", "gspo": "tab:green"}
+    colours = {"dapo": "tab:blue", "dapo-no-skip": "tab:purple", "grpo": "tab:orange", "gspo": "tab:green"}
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:
         mine = [r for r in runs if r["method"] == method]
@@ -226,7 +235,7 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", nargs="+", choices=("dapo", "grpo", "gspo"), default=["dapo", "grpo", "gspo"])
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["dapo", "grpo", "gspo"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=150, help="optimiser steps per run")
     parser.add_argument("--eval-steps", type=int, default=15, help="evaluate every this many steps")
