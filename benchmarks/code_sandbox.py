@@ -53,6 +53,7 @@ from adversarial import (  # noqa: E402
     harm_left,
     make_canary,
     python_cases,
+    remove_canary,
 )
 from sandbox_helpers import backend_id, isolating_backends  # noqa: E402
 
@@ -119,6 +120,7 @@ def adversarial_table(timeout: float, compile_timeout: float) -> list[dict]:
                 }
             )
     server.close()
+    remove_canary()
     return rows
 
 
@@ -131,9 +133,15 @@ _PROBE_SCRIPT = textwrap.dedent(
         try:
             sandbox = Sandbox(isolation=isolation)
             result = sandbox.run_python("m.py", files={"m.py": "print(1)"})
-            found[isolation] = sandbox.describe().split(";")[0] if result.ok else "starts but fails"
+            backend = sandbox.backend
+            if backend.name == "bwrap":
+                mode = "user namespace" if backend.user_namespace else "privileged mode"
+                name = f"bwrap, {backend.origin.split()[0]}, {mode}"
+            else:
+                name = backend.name + ("" if backend.file_system_isolated else " (host files writable)")
+            found[isolation] = name if result.ok else "starts but fails"
         except SandboxUnavailableError as error:
-            found[isolation] = "refused: " + str(error).splitlines()[0][:80]
+            found[isolation] = "refused (SandboxUnavailableError)"
     print(json.dumps(found))
     """
 )

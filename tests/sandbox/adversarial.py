@@ -41,6 +41,12 @@ def make_canary() -> None:
         file.write("keep")
 
 
+def remove_canary() -> None:
+    import shutil
+
+    shutil.rmtree(CANARY_DIR, ignore_errors=True)
+
+
 def harm_left() -> list[str]:
     """What a program managed to do to the host's files: escape files that exist, a canary that is gone."""
     harm = [path for path in ESCAPE_PATHS if os.path.exists(path)]

@@ -19,6 +19,7 @@ from adversarial import (
     harm_left,
     make_canary,
     python_cases,
+    remove_canary,
 )
 from sandbox_helpers import ISOLATING_BACKENDS, MARGIN, backend_id, leftover_processes, run_cgroups
 
@@ -66,7 +67,9 @@ def hostile_host(monkeypatch):
     monkeypatch.setenv(SECRET_VARIABLE, SECRET)
     make_canary()
     yield
-    assert harm_left() == []
+    harm = harm_left()
+    remove_canary()
+    assert harm == []
 
 
 def check_scores_zero(reward, report, tests, budget):

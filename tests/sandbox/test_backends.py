@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 import pytest
-from adversarial import CANARY_FILE, ESCAPE_PATHS, harm_left, make_canary
+from adversarial import CANARY_FILE, ESCAPE_PATHS, harm_left, make_canary, remove_canary
 
 from trl_ext.sandbox import Backend, Sandbox, SandboxLimits, SandboxUnavailableError, bwrap_binaries
 
@@ -145,7 +145,9 @@ def test_root_without_user_namespaces_gets_bubblewrap_in_privileged_mode():
     assert "privileged mode as root, no user namespace" in lines[0]
     # The home directory is the sandbox's tmpfs (the write "succeeds" there); the rest is read-only.
     assert lines[-1] == "0 ['0000000000000000']", lines
-    assert harm_left() == []
+    harm = harm_left()
+    remove_canary()
+    assert harm == []
 
 
 def test_explicit_unshare_opt_in_that_cannot_work_fails_at_construction():

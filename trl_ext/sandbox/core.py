@@ -319,6 +319,9 @@ class Sandbox:
         workdir = tempfile.mkdtemp(prefix="trl-ext-sandbox-")
         cgroups = None
         process = None
+        # Without a cgroup listing the run's processes, its PID namespace does (bwrap, unshare): noted while it
+        # runs, swept after it ends, killed or not (a process can outlive its namespace's init for a moment).
+        namespace: list[str] | None = None
         started = time.monotonic()
         try:
             for name, content in files.items():
@@ -328,6 +331,8 @@ class Sandbox:
                 Path(workdir, name).write_bytes(data)
             command, env, cwd = self._command(argv, workdir, limits, run_id, python_script)
             cgroups = _RunCgroups.create(run_id, limits, _SUPERVISOR_PROCESSES[self.isolation])
+            if cgroups is None and self.isolation != "none":
+                namespace = []
             if cgroups is not None:
                 # Join the cgroups before anything of the run can fork: the shell moves itself, then execs.
                 command = ["/bin/sh", "-c", _JOIN_CGROUPS, "sh", *cgroups.procs_files, "--", *command]
@@ -344,13 +349,11 @@ class Sandbox:
                     start_new_session=True,
                 )
             stdout, stderr, timed_out, overflow = _collect_output(
-                process, started + limits.wall_time, limits.max_output
+                process, started + limits.wall_time, limits.max_output, namespace
             )
         finally:
-            # Without a cgroup listing the run's processes, its PID namespace does: found before the kill.
-            namespace = None
-            if process is not None and cgroups is None and self.isolation != "none":
-                namespace = _pid_namespace_below(process.pid)
+            if process is not None and namespace is not None and not namespace:
+                namespace.extend(filter(None, [_pid_namespace_below(process.pid)]))
             if process is not None:
                 _kill_process_group(process.pid)
             if cgroups is not None:
@@ -359,8 +362,8 @@ class Sandbox:
                 process.wait()
                 process.stdout.close()
                 process.stderr.close()
-            if namespace is not None:
-                _kill_pid_namespace(namespace)
+            if namespace:
+                _kill_pid_namespace(namespace[0])
             if cgroups is not None:
                 cgroups.remove()
             _remove_tree(workdir)
@@ -825,9 +828,12 @@ class _RunCgroups:
 
 
 def _collect_output(
-    process: subprocess.Popen, deadline: float, max_output: int
+    process: subprocess.Popen, deadline: float, max_output: int, namespace: list[str] | None = None
 ) -> tuple[bytes, bytes, bool, bool]:
-    """Read stdout and stderr until both close or the deadline: `(stdout, stderr, timed_out, overflow)`."""
+    """Read stdout and stderr until both close or the deadline: `(stdout, stderr, timed_out, overflow)`.
+
+    With `namespace` (an empty list), also note the PID namespace of the run's init into it as soon as /proc
+    shows one, for `_kill_pid_namespace` afterwards."""
     buffers = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
     timed_out = overflow = False
     exited_at = None
@@ -836,6 +842,8 @@ def _collect_output(
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ)
         while selector.get_map():
+            if namespace is not None and not namespace and (found := _pid_namespace_below(process.pid)):
+                namespace.append(found)
             now = time.monotonic()
             if now >= deadline:
                 timed_out = True
