@@ -10,7 +10,10 @@ import pytest
 from trl_ext.rewards import get_reward
 from trl_ext.rewards.math_equivalence import (
     FinalAnswer,
+    MathReward,
+    MathVerifier,
     VerdictCache,
+    chunks_by_reference,
     distinct_items,
     extract_final_answer,
     verify_math_answer,
@@ -49,14 +52,16 @@ def test_verdict_cache_is_bounded_least_recently_used():
 
 
 class CountingPool:
-    """The real pool, counting the items it is handed."""
+    """The real pool, counting the tasks it is handed and the answers in them."""
 
     def __init__(self, pool):
-        self.pool, self.items = pool, 0
+        self.pool, self.items, self.tasks = pool, 0, 0
+        self.num_workers = pool.num_workers
 
     def map(self, fn, items, timeout):
         items = list(items)
-        self.items += len(items)
+        self.tasks += len(items)
+        self.items += sum(len(answer) if isinstance(answer, tuple) else 1 for _, answer in items)
         return self.pool.map(fn, items, timeout)
 
 
@@ -70,13 +75,35 @@ def test_a_group_verifies_each_distinct_answer_once_with_unchanged_verdicts():
     scores = reward(completions=completions, solution=[reference] * 16)
     assert scores == [1.0 if verify_math_answer(reference, c) else 0.0 for c in completions]
     assert scores[:4] == [1.0, 1.0, 0.0, 1.0]
-    assert counting.items == 4
+    assert counting.items == 4 and counting.tasks == 1  # one reference: its answers travel as one task
     # The next step sees the same answers again: no verification at all; a new one is verified.
     assert reward(completions=completions[:3] + [r"\boxed{2/4}"], solution=[reference] * 4) == [1.0, 1.0, 0.0, 1.0]
     assert counting.items == 5
     # Different references never share a verdict.
     assert reward(completions=[r"\boxed{0.5}"] * 2, solution=[reference, "0.6"]) == [1.0, 0.0]
     reward.pool().pool.close()
+
+
+def test_chunks_by_reference_groups_and_bounds_the_tasks():
+    assert chunks_by_reference(["a", "b", "a", "a", "c", "a"], 2) == [[0, 2], [3, 5], [1], [4]]
+    assert chunks_by_reference(["a"] * 3, 8) == [[0, 1, 2]]
+    assert chunks_by_reference([], 4) == []
+
+
+class WithoutSignalLimits(MathReward):
+    """`math` whose workers have no math-verify time limits: only the pool's hard limit stops a hang."""
+
+    def _verifier(self):
+        return MathVerifier()
+
+
+def test_a_hung_answer_costs_its_task_mates_time_not_their_verdicts():
+    reward = WithoutSignalLimits(timeout=2.0, num_workers=1)
+    tower = r"\boxed{2^{2^{2^{2^{2^{2^{2}}}}}}}"
+    scores = reward(completions=[r"\boxed{5}", tower, r"\boxed{6}", r"\boxed{10/2}"], solution=["5"] * 4)
+    assert scores == [1.0, 0.0, 0.0, 1.0]  # the task was killed; its answers were verified one by one
+    assert reward.pool().restarts == 2
+    reward.pool().close()
 
 
 def test_timeouts_are_not_cached():

@@ -49,6 +49,7 @@ __all__ = [
     "MathReward",
     "MathVerifier",
     "VerdictCache",
+    "chunks_by_reference",
     "distinct_items",
     "extract_final_answer",
     "extract_math_answer",
@@ -381,6 +382,7 @@ def normalize_math_answer_text(text: str) -> str:
 
 
 TIMED_OUT = "timeout"  # what a `MathVerifier` returns when math-verify's own time limit fired
+MAX_CHUNK = 8  # answers to one reference sent to a worker as one task
 
 
 @dataclass(frozen=True)
@@ -396,11 +398,18 @@ class MathVerifier:
     parsing_timeout: int | None = None
     verify_timeout: int | None = None
 
-    def __call__(self, item: tuple[str, str | FinalAnswer]) -> bool | None | str:
+    def __call__(
+        self, item: tuple[str, str | FinalAnswer | tuple[FinalAnswer, ...]]
+    ) -> bool | None | str | list[bool | None | str]:
+        """One verdict for `(reference, completion or FinalAnswer)`; a list of verdicts, in order, for
+        `(reference, (FinalAnswer, ...))`: several answers to one reference, so it is parsed once."""
         logging.getLogger("math_verify").setLevel(logging.CRITICAL)  # its timeout warnings; we report timeouts
         reference, answer = item
-        if isinstance(answer, str):
-            answer = extract_final_answer(answer)
+        if isinstance(answer, tuple):
+            return [self._one(reference, each) for each in answer]
+        return self._one(reference, extract_final_answer(answer) if isinstance(answer, str) else answer)
+
+    def _one(self, reference: str, answer: FinalAnswer) -> bool | None | str:
         try:
             return verify_final_answer(
                 reference, answer, parsing_timeout=self.parsing_timeout, verify_timeout=self.verify_timeout
@@ -418,6 +427,21 @@ def distinct_items(keys: list[Hashable]) -> tuple[list[Hashable], list[int]]:
     position: dict[Hashable, int] = {}
     index = [position.setdefault(key, len(position)) for key in keys]
     return list(position), index
+
+
+def chunks_by_reference(references: list[str], max_size: int) -> list[list[int]]:
+    """Indices of `references` grouped by equal reference (first-seen order), at most `max_size` a chunk.
+
+    Shapes: `references` (d,) -> chunks whose concatenation is a permutation of `range(d)`. One chunk is one
+    pool task: the reference is parsed once for all its answers, and a worker takes one message per chunk
+    instead of one per answer.
+    """
+    groups: dict[str, list[int]] = {}
+    for index, reference in enumerate(references):
+        groups.setdefault(reference, []).append(index)
+    return [
+        members[start : start + max_size] for members in groups.values() for start in range(0, len(members), max_size)
+    ]
 
 
 class VerdictCache:
@@ -528,13 +552,10 @@ class MathReward(Reward):
                 verdicts[number] = verdict
             else:
                 pending.append(number)
-        outcomes = self.pool().map(self._verifier(), [distinct[number] for number in pending], self.timeout)
-        for number, outcome in zip(pending, outcomes):
-            if not outcome.ok or outcome.value == TIMED_OUT:  # killed at the hard limit, crashed, or timed out
-                verdicts[number] = TIMED_OUT
-            else:
-                verdicts[number] = outcome.value
-                self._cache.put(distinct[number], outcome.value)
+        for number, value in zip(pending, self._verify_distinct([distinct[number] for number in pending])):
+            verdicts[number] = value
+            if value != TIMED_OUT:
+                self._cache.put(distinct[number], value)
         failure = self.incorrect_score if self.on_timeout == "fail" else None
         for index, number in zip(positions, index_of):
             verdict = verdicts[number]
@@ -543,6 +564,32 @@ class MathReward(Reward):
             elif verdict is not None:
                 rewards[index] = self.correct_score if verdict else self.incorrect_score
         return rewards
+
+    def _verify_distinct(self, keys: list[tuple[str, FinalAnswer]]) -> list[bool | None | str]:
+        """Verdicts (or `TIMED_OUT`) of distinct (reference, answer) pairs, in order, through the pool.
+
+        Answers to one reference travel as one task (up to `MAX_CHUNK`, fewer when that spreads a small batch
+        over the workers). A task gets the per-completion hard limit; if it is killed or crashes as a whole,
+        its answers are verified again one per task, each with its own limit, so one hung answer costs its
+        neighbours time (at most one more limit), never their verdict.
+        """
+        if not keys:
+            return []
+        pool, verifier = self.pool(), self._verifier()
+        size = max(1, min(MAX_CHUNK, -(-len(keys) // pool.num_workers)))
+        chunks = chunks_by_reference([reference for reference, _ in keys], size)
+        tasks = [(keys[chunk[0]][0], tuple(keys[index][1] for index in chunk)) for chunk in chunks]
+        values: list[bool | None | str] = [TIMED_OUT] * len(keys)
+        retry = []
+        for chunk, outcome in zip(chunks, pool.map(verifier, tasks, self.timeout)):
+            if outcome.ok:
+                for index, value in zip(chunk, outcome.value):
+                    values[index] = value
+            elif len(chunk) > 1:
+                retry += chunk
+        for index, outcome in zip(retry, pool.map(verifier, [keys[index] for index in retry], self.timeout)):
+            values[index] = outcome.value if outcome.ok else TIMED_OUT
+        return values
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
