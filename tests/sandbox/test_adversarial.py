@@ -77,7 +77,7 @@ def check_scores_zero(reward, report, tests, budget):
     assert reward._score(report) == 0.0
     assert report.wall_time < budget + MARGIN, report
     assert leftover_processes(report.run_id) == []
-    assert run_cgroups() == []
+    assert report.run_id not in run_cgroups()  # its cgroup is gone (other processes may have theirs)
 
 
 @pytest.mark.parametrize("name", list(python_cases(0)))

@@ -194,7 +194,7 @@ def test_fork_bomb_is_contained_and_cleaned_up(isolation):
     assert result.timed_out
     assert time.monotonic() - started < 2.0 + MARGIN
     assert leftover_processes(result.run_id) == []
-    assert run_cgroups() == []
+    assert result.run_id not in run_cgroups()  # its cgroup is gone (other processes may have theirs)
     # The host can still start processes.
     assert sandbox.run(["true"]).ok
 
