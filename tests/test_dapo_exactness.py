@@ -126,7 +126,8 @@ def test_normalize_then_sum_with_the_built_in_punishment_is_refused(tmp_path):
 
 
 def test_metrics_describe_trained_rows_and_count_generated_tokens(tmp_path, tiny_model_dir):
-    config = small_config(tmp_path, max_steps=3, soft_overlong_punishment=False)
+    # Without carried groups, a batch trains on a subset of what it generated.
+    config = small_config(tmp_path, max_steps=3, soft_overlong_punishment=False, dynamic_sampling_carry_max_staleness=0)
     trainer = DAPOTrainer(
         tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(32)
     )
@@ -367,7 +368,7 @@ def test_no_reward_function_is_refused_as_grpo_does(tmp_path, tiny_model_dir, dy
 
 
 def test_log_prob_forwards_run_on_kept_rows_only_with_the_same_values(tmp_path, tiny_model_dir):
-    config = small_config(tmp_path, beta=0.1, soft_overlong_punishment=False)
+    config = small_config(tmp_path, beta=0.1, soft_overlong_punishment=False, dynamic_sampling_carry_max_staleness=0)
     trainer = DAPOTrainer(
         tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(32)
     )
@@ -475,3 +476,51 @@ def test_prompts_that_stay_uninformative_are_skipped_before_generation(tmp_path,
     assert even_share < even_share_without
     state = with_history._prompt_history.state_dict()["streaks"]
     assert state and all(index % 2 == 0 for index, _, _ in state)  # only even prompts carry a streak
+
+
+# ------------------------------------------------------------------------------------ carried surplus groups
+
+
+def test_surplus_groups_are_carried_with_the_log_probs_of_the_policy_that_generated_them(tmp_path, tiny_model_dir):
+    config = small_config(
+        tmp_path, max_steps=4, learning_rate=1e-2, soft_overlong_punishment=False, save_strategy="steps", save_steps=1
+    )
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(64)
+    )
+    taken_logps = []
+    take = trainer._carry.take
+
+    def recording_take(num_groups, version):
+        taken, expired = take(num_groups, version)
+        taken_logps.append(([g.payload["logps"] for g in taken], [g.staleness(version) for g in taken]))
+        return taken, expired
+
+    trainer._carry.take = recording_take
+    batches = record_batches(trainer)
+    trainer.train()
+    carried = metric_history(trainer, "dynamic_sampling/carried_groups")
+    assert sum(carried) > 0
+    assert all(s <= 1 for s in metric_history(trainer, "dynamic_sampling/carried_staleness"))
+    for batch, (logps_per_group, lags) in zip(batches, taken_logps):
+        ids = batch_prompt_ids(trainer, batch)
+        assert sorted(ids.count(i) for i in set(ids)) == [GROUP] * (len(ids) // GROUP)  # never twice in a batch
+        rows = [row for group in logps_per_group for row in group]
+        assert all(lag == 1 for lag in lags)
+        # TRL shuffles the batch after assembling it: find each carried row's behaviour log-probs in the batch.
+        old = batch["old_per_token_logps"] if rows else None
+        for row in rows:
+            width = len(row)
+            matches = [torch.allclose(old[r, :width], row, atol=1e-6) for r in range(old.size(0))]
+            assert any(matches)
+        if rows:
+            # The fresh rows' values are the current policy's, which differs from the carried rows' old policy.
+            assert "old_per_token_logps" in batch
+    # Carried groups are saved per process in every checkpoint that holds some.
+    assert any((tmp_path / "out").glob("checkpoint-*/dynamic_sampling_carry_0.pt"))
+
+
+def test_carry_with_vllm_importance_sampling_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="dynamic_sampling_carry_max_staleness=0"):
+        small_config(tmp_path, use_vllm=True, dynamic_sampling_carry_max_staleness=1)
+    assert small_config(tmp_path, use_vllm=True).dynamic_sampling_carry_max_staleness == 0

@@ -299,7 +299,9 @@ def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
 
 
 def test_generations_within_one_optimiser_step_draw_different_refill_prompts(tmp_path, tiny_model_dir):
-    config = small_config(tmp_path, max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1)
+    config = small_config(
+        tmp_path, max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1, dynamic_sampling_carry_max_staleness=0
+    )
     trainer = DAPOTrainer(
         tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=make_prompt_dataset(32)
     )

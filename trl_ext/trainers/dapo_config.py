@@ -54,6 +54,14 @@ class DAPOConfig(GRPOConfig):
             all uninformative (all right or all wrong) is not generated for with probability `1 - 0.5**k`, at most
             this value, so every prompt keeps a chance to come back. Skipped prompts are replaced by fresh ones
             before generation (metric `dynamic_sampling/prompts_skipped`). `0` turns the history off.
+        dynamic_sampling_carry_max_staleness (`int` or `None`, *optional*, defaults to `None`):
+            Surplus informative groups (beyond what the batch needs) are carried to the next generation batch instead
+            of being discarded, with the log-probabilities of the policy that generated them, so their importance
+            ratio stays right. A carried group is dropped once it lags the policy by more than this many optimiser
+            updates. `0` discards surplus groups. `None`: 1, or 0 with vLLM importance-sampling correction (whose
+            terms would need recomputing for carried rows).
+        dynamic_sampling_carry_max_groups (`int` or `None`, *optional*, defaults to `None`):
+            Most groups carried per process; `None`: one per-process batch of groups.
 
         > Parameters that control overlong reward shaping
 
@@ -121,6 +129,19 @@ class DAPOConfig(GRPOConfig):
         },
     )
 
+    dynamic_sampling_carry_max_staleness: int | None = field(
+        default=None,
+        metadata={
+            "help": "Carry surplus informative groups to the next generation batch, dropped once they lag the policy "
+            "by more than this many optimiser updates (0: discard them). None: 1, or 0 with vLLM importance "
+            "sampling correction."
+        },
+    )
+    dynamic_sampling_carry_max_groups: int | None = field(
+        default=None,
+        metadata={"help": "Most surplus groups carried per process. None: one per-process batch of groups."},
+    )
+
     # Overlong reward shaping
     soft_overlong_punishment: bool = field(
         default=True,
@@ -168,6 +189,27 @@ class DAPOConfig(GRPOConfig):
                 f"back; 0 turns prompt history off), got {self.dynamic_sampling_max_skip_probability}."
             )
         per_process_batch = self.generation_batch_size // self.world_size
+        vllm_correction = self.use_vllm and self.vllm_importance_sampling_correction
+        if self.dynamic_sampling_carry_max_staleness is None:
+            self.dynamic_sampling_carry_max_staleness = 0 if vllm_correction else 1
+        if self.dynamic_sampling_carry_max_staleness < 0:
+            raise ValueError(
+                "dynamic_sampling_carry_max_staleness must be at least 0 (0 discards surplus groups), got "
+                f"{self.dynamic_sampling_carry_max_staleness}."
+            )
+        if self.dynamic_sampling_carry_max_staleness > 0 and vllm_correction:
+            raise ValueError(
+                "Carrying surplus groups (dynamic_sampling_carry_max_staleness > 0) with vLLM importance-sampling "
+                "correction is not supported: the correction terms of a carried group would have to be recomputed "
+                "from the log-probabilities of the policy that generated it. Set dynamic_sampling_carry_max_staleness=0"
+                " or vllm_importance_sampling_correction=False."
+            )
+        if self.dynamic_sampling_carry_max_groups is None:
+            self.dynamic_sampling_carry_max_groups = per_process_batch // self.num_generations
+        if self.dynamic_sampling_carry_max_groups < 0:
+            raise ValueError(
+                f"dynamic_sampling_carry_max_groups must be at least 0, got {self.dynamic_sampling_carry_max_groups}."
+            )
         if self.dynamic_sampling and per_process_batch % self.num_generations:
             raise ValueError(
                 f"With dynamic sampling, the per-process generation batch ({per_process_batch} completions = "

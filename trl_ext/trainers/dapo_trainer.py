@@ -16,10 +16,13 @@ from torch import nn
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOTrainer
+from trl.trainer.utils import pad
 
 from ..rewards import SoftOverlongPunishment, check_reward_columns
 from ..sampling import (
     BackoffController,
+    CarriedGroup,
+    CarryBuffer,
     KeepRateEstimator,
     PromptHistory,
     RefillSampler,
@@ -33,6 +36,7 @@ from ..sampling import (
     prompt_key,
     prompts_to_request,
     spare_groups_to_fill,
+    surplus_informative_groups,
 )
 from .dapo_config import DAPOConfig
 from .scoring import (
@@ -46,6 +50,9 @@ logger = logging.get_logger(__name__)
 
 # Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
 DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
+
+# Each process saves its carried groups in its own file of the checkpoint.
+CARRY_STATE_FILE = "dynamic_sampling_carry_{process}.pt"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
@@ -164,6 +171,12 @@ class DAPOTrainer(GRPOTrainer):
         )
         self._backoff_announced = False
         self._always_informative_batches = 0
+        self._carry = CarryBuffer(
+            max_groups=self.args.dynamic_sampling_carry_max_groups,
+            max_staleness=self.args.dynamic_sampling_carry_max_staleness,
+        )
+        self._carried_logps: list[torch.Tensor] = []
+        self._any_carried = False
         self._prompt_history = (
             PromptHistory(seed=self.args.seed, max_skip_probability=self.args.dynamic_sampling_max_skip_probability)
             if self.args.dynamic_sampling_max_skip_probability > 0
@@ -206,10 +219,14 @@ class DAPOTrainer(GRPOTrainer):
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
-        if hasattr(self, "_keep_rates") and self.args.should_save:
-            checkpoint = os.path.join(
-                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            )
+        if not hasattr(self, "_keep_rates"):
+            return
+        checkpoint = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if len(self._carry):  # every process saves its own carried groups
+            os.makedirs(checkpoint, exist_ok=True)
+            carry_file = CARRY_STATE_FILE.format(process=self.accelerator.process_index)
+            torch.save(self._carry.state_dict(), os.path.join(checkpoint, carry_file))
+        if self.args.should_save:
             state = {
                 "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
                 "backoff": self._backoff.state_dict(),
@@ -226,6 +243,11 @@ class DAPOTrainer(GRPOTrainer):
         with open(path) as file:
             state = json.load(file)
         windows = state["keep_rate_windows"]
+        carry_path = os.path.join(checkpoint, CARRY_STATE_FILE.format(process=self.accelerator.process_index))
+        if len(windows) == len(self._keep_rates) and os.path.exists(carry_path):
+            self._carry.load_state_dict(torch.load(carry_path, weights_only=True))
+        elif len(windows) != len(self._keep_rates):
+            logger.info("Carried groups are not resumed on another number of processes: they are generated afresh.")
         if "backoff" in state:
             self._backoff.load_state_dict(state["backoff"])
         if self._prompt_history is not None and state.get("prompt_history"):
@@ -265,11 +287,14 @@ class DAPOTrainer(GRPOTrainer):
         # runs the generation rounds there, and TRL continues with the assembled batch.
         self._dynamic_sampling_inputs = inputs
         self._filler_rows = torch.zeros(0, dtype=torch.long)
+        self._carried_logps, self._any_carried = [], False
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
             self._dynamic_sampling_inputs = None
             self._assembled_rewards = None
+        if self._any_carried:
+            output["old_per_token_logps"] = self._with_behaviour_log_probs(output)
         if len(self._filler_rows):
             # Filler groups train on nothing: out of the loss, the KL and entropy terms, and the token normaliser.
             output["completion_mask"][self._filler_rows.to(output["completion_mask"].device)] = 0
@@ -306,12 +331,19 @@ class DAPOTrainer(GRPOTrainer):
         tokens_before = self.state.num_input_tokens_seen
 
         draw_key = self._refill_draw_key()
+        version = self.state.global_step  # the policy generating this batch, in optimiser updates
+        carry_dropped = self._carry.expire(version)
         local_indices = [self._prompt_indices.get(prompt_key(row["prompt"]), -1) for row in inputs[::group_size]]
-        indices_per_process = _split(gather_object(local_indices), num_processes)
-        batch_indices = [index for indices in indices_per_process for index in indices if index >= 0]
+        carried_indices = [group.prompt_index for group in self._carry]
+        gathered = gather_object([(local_indices, carried_indices)])
+        indices_per_process = [indices for indices, _ in gathered]
+        # Groups carried from the last batch count as kept; refills never draw their prompts nor the batch's.
+        available = torch.tensor([min(len(carried), groups_needed) for _, carried in gathered])
+        batch_indices = [index for indices, carried in gathered for index in indices + carried if index >= 0]
         cursor = prompts_skipped = 0
 
-        kept_per_process = torch.zeros(num_processes, dtype=torch.long)
+        kept_per_process = torch.zeros(num_processes, dtype=torch.long)  # fresh informative groups kept
+        surplus: list[CarriedGroup] = []
         rounds: list[_Round] = []
         rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
@@ -319,13 +351,18 @@ class DAPOTrainer(GRPOTrainer):
         backing_off = self._backoff.mode is SamplingMode.BACKOFF
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index == 0:
-                extra = 0 if backing_off else (
-                    self._prompts_for(torch.full((num_processes,), groups_needed), max_prompts) - groups_needed
-                )
+                # At least the sampler's own prompts are generated: what the batch does not need is carried.
+                extra = 0 if backing_off else max(0, self._prompts_for(groups_needed - available, max_prompts) - groups_needed)
                 # The sampler's own prompts may be skipped too; each process refills what it skipped.
-                skipped = [self._skip_prompts(indices, draw_key, round_index) for indices in indices_per_process]
+                # A prompt already carried over is not generated again in the same batch.
+                carried_set = {index for _, carried in gathered for index in carried}
+                history_skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
+                prompts_skipped += sum(sum(flags) for flags in history_skips)
+                skipped = [
+                    [skip or index in carried_set for index, skip in zip(indices, flags, strict=True)]
+                    for indices, flags in zip(indices_per_process, history_skips, strict=True)
+                ]
                 counts = [extra + sum(flags) for flags in skipped]
-                prompts_skipped += sum(counts) - extra * num_processes
                 kept_batch = [
                     [index for index, skip in zip(indices, flags, strict=True) if not skip]
                     for indices, flags in zip(indices_per_process, skipped, strict=True)
@@ -333,7 +370,8 @@ class DAPOTrainer(GRPOTrainer):
                 local_groups = [group for group, skip in enumerate(skipped[rank]) if not skip]
                 own_rows = [group * group_size + offset for group in local_groups for offset in range(group_size)]
             else:
-                counts = [self._prompts_for(groups_needed - kept_per_process, max_prompts)] * num_processes
+                deficits = (groups_needed - available - kept_per_process).clamp(min=0)
+                counts = [self._prompts_for(deficits, max_prompts)] * num_processes
                 kept_batch, own_rows = [[] for _ in range(num_processes)], []
             refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
             prompts_skipped += skipped_refills
@@ -360,7 +398,7 @@ class DAPOTrainer(GRPOTrainer):
 
             deficit = groups_needed - int(kept_per_process[rank])
             kept = groups_to_keep(informative[rank], deficit)
-            room = deficit - len(kept) - sum(held.spare for held in rounds)
+            room = deficit - len(kept) - int(available[rank]) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
             rows = _group_rows(torch.cat([kept, spare]), group_size).tolist()
             local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
@@ -375,16 +413,33 @@ class DAPOTrainer(GRPOTrainer):
                     extra_logs={column: [values[row] for row in rows] for column, values in extra_logs.items()},
                 )
             )
+            if self._carry.max_staleness > 0:
+                first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
+                surplus += [
+                    self._surplus_group(generation, round_inputs, round_prompts, local, extra_logs, group, group_size,
+                                        round_indices[first_group + group], version)
+                    for group in surplus_informative_groups(informative[rank], deficit, self._carry.max_groups).tolist()
+                ]
             kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
             self._backoff.observe_round(int(informative.sum()), informative.numel())
-            if bool((kept_per_process >= groups_needed).all()):
+            if bool((kept_per_process + available >= groups_needed).all()):
                 exhausted = False
                 break
             if self._backoff.mode is SamplingMode.BACKOFF:  # more rounds would not fill the batch
                 break
         if exhausted and not backing_off:  # once backing off, the back-off notice has said it all
-            self._on_rounds_exhausted(len(rounds), int(kept_per_process.min()), groups_needed)
+            self._on_rounds_exhausted(len(rounds), int((kept_per_process + available).min()), groups_needed)
         backing_off = self._announce_backoff(was_backing_off=backing_off)
+
+        # Fresh groups first; carried groups fill what they lack. Then this batch's surplus is carried.
+        carried_used = min(max(groups_needed - int(kept_per_process[rank]), 0), int(available[rank]))
+        carried, _ = self._carry.take(carried_used, version)
+        staleness_sum = sum(group.staleness(version) for group in carried)
+        if carried:
+            rounds.insert(0, _carried_round(carried, device=self.accelerator.device))
+            self._carried_logps = [logps for group in carried for logps in group.payload["logps"]]
+        self._any_carried = bool(self.accelerator.gather(torch.tensor([len(carried)], device=self.accelerator.device)).sum())
+        carry_dropped += self._carry_surplus(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
         generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = _assemble(
@@ -399,8 +454,9 @@ class DAPOTrainer(GRPOTrainer):
 
         lengths = zip(generation[0][:num_kept_rows], _completion_lengths(generation)[:num_kept_rows], strict=True)
         trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
-        generated, trained = self.accelerator.gather(
-            torch.tensor([generated_tokens, trained_tokens], device=self.accelerator.device).unsqueeze(0)
+        counts = [generated_tokens, trained_tokens, len(carried), staleness_sum, carry_dropped]
+        generated, trained, carried_groups, staleness_sum, carry_dropped = self.accelerator.gather(
+            torch.tensor(counts, device=self.accelerator.device).unsqueeze(0)
         ).sum(dim=0).tolist()
         # TRL counted every round's tokens; count those of the trained rows, and report what was generated.
         self.state.num_input_tokens_seen = tokens_before + trained
@@ -419,8 +475,82 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
         metrics["dynamic_sampling/backoff"].append(float(backing_off))
         metrics["dynamic_sampling/prompts_skipped"].append(float(prompts_skipped))
+        metrics["dynamic_sampling/carried_groups"].append(float(carried_groups))
+        metrics["dynamic_sampling/carried_staleness"].append(staleness_sum / carried_groups if carried_groups else 0.0)
+        metrics["dynamic_sampling/carry_dropped"].append(float(carry_dropped))
         self._check_filter_filters(informative_sampled == groups_sampled)
         return generation, batch_inputs, batch_prompts
+
+    def _surplus_group(self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version):
+        """A surplus informative group of this round, ready to carry (its behaviour log-probs come later)."""
+        rows = _group_rows(torch.tensor([group]), group_size).tolist()
+        payload = {
+            "generation": list(_select_rows(generation, rows)),
+            "inputs": [inputs[row] for row in rows],
+            "prompts": [prompts[row] for row in rows],
+            "rewards": rewards[rows].cpu(),
+            "extra_logs": {column: [values[row] for row in rows] for column, values in extra_logs.items()},
+        }
+        return CarriedGroup(payload, generated_at=version, prompt_index=prompt_index, process_index=self.accelerator.process_index)
+
+    def _carry_surplus(self, surplus: list[CarriedGroup]) -> int:
+        """Record the log-probs of the policy that generated the surplus groups, then carry them. Returns how many
+        groups the buffer dropped to stay within its size."""
+        rows = [(prompt_ids, completion_ids) for group in surplus for prompt_ids, completion_ids in zip(
+            group.payload["generation"][0], group.payload["generation"][1], strict=True
+        )]
+        logps = self._log_probs_of_rows(rows)
+        for position, group in enumerate(surplus):
+            group.payload["logps"] = logps[position * self.num_generations : (position + 1) * self.num_generations]
+        return self._carry.add(surplus)
+
+    def _log_probs_of_rows(self, rows: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
+        """Per-token log-probs of the current policy for `(prompt_ids, completion_ids)` rows, one tensor per row.
+
+        A forward is collective under ZeRO-3 and FSDP, so every process runs the same number of micro-batches:
+        processes with fewer rows pad with copies of a row (or of a dummy one) and drop the results.
+        """
+        most = int(self.accelerator.gather(torch.tensor([len(rows)], device=self.accelerator.device)).max())
+        if most == 0:
+            return []
+        padded = rows + [rows[0] if rows else ([self._tokenizer.pad_token_id], [self._tokenizer.pad_token_id])] * (
+            most - len(rows)
+        )
+        device = self.accelerator.device
+        prompt_ids = pad([torch.tensor(p) for p, _ in padded], padding_value=self._tokenizer.pad_token_id, padding_side="left")
+        prompt_mask = pad([torch.ones(len(p), dtype=torch.long) for p, _ in padded], padding_value=0, padding_side="left")
+        completion_ids = pad([torch.tensor(c) for _, c in padded], padding_value=self._tokenizer.pad_token_id, padding_side="right")
+        completion_mask = pad([torch.ones(len(c), dtype=torch.long) for _, c in padded], padding_value=0, padding_side="right")
+        logps = self._policy_log_probs(prompt_ids.to(device), prompt_mask.to(device), completion_ids.to(device), completion_mask.to(device))
+        return [logps[row, : len(completion)].cpu() for row, (_, completion) in enumerate(rows)]
+
+    def _policy_log_probs(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
+        """`(B, T)` per-token log-probs of the completions under the current policy, as TRL computes them."""
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model,
+                torch.cat([prompt_ids, completion_ids], dim=1),
+                torch.cat([prompt_mask, completion_mask], dim=1),
+                completion_ids.size(1),
+                batch_size=self.args.per_device_train_batch_size,
+            )
+        return logps
+
+    def _with_behaviour_log_probs(self, output: dict[str, Any]) -> torch.Tensor:
+        """`old_per_token_logps` for a batch holding carried groups: theirs are those of the policy that generated
+        them, recorded then; the fresh rows' are the current policy's (which TRL computes itself only when
+        generation and updates are not aligned)."""
+        old = output.get("old_per_token_logps")
+        if old is None:
+            old = self._policy_log_probs(
+                output["prompt_ids"], output["prompt_mask"], output["completion_ids"], output["completion_mask"]
+            )
+        old = old.clone()
+        for row, logps in enumerate(self._carried_logps):
+            width = min(len(logps), old.size(1))
+            old[row] = 0.0
+            old[row, :width] = logps[:width].to(old.device, old.dtype)
+        return old
 
     def _announce_backoff(self, was_backing_off: bool) -> bool:
         """Say when dynamic sampling starts or stops backing off (the first time as a warning). Returns the mode."""
@@ -577,6 +707,25 @@ def _select_rows(generation: tuple, rows: list[int]) -> tuple:
     )
 
 
+def _carried_round(carried: list[CarriedGroup], device) -> _Round:
+    """The carried groups as one more round, all of whose groups are kept."""
+    payloads = [group.payload for group in carried]
+    fields = []
+    for position, first in enumerate(payloads[0]["generation"]):
+        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
+        fields.append([value for payload in payloads for value in payload["generation"][position]] if per_row else first)
+    columns = payloads[0]["extra_logs"].keys()
+    return _Round(
+        inputs=[row for payload in payloads for row in payload["inputs"]],
+        prompts=[prompt for payload in payloads for prompt in payload["prompts"]],
+        generation=tuple(fields),
+        rewards=torch.cat([payload["rewards"] for payload in payloads]).to(device),
+        kept=len(carried),
+        spare=0,
+        extra_logs={column: [v for payload in payloads for v in payload["extra_logs"].get(column, [])] for column in columns},
+    )
+
+
 def _assemble(rounds: list[_Round], fillers: list[torch.Tensor], group_size: int):
     """Concatenate the kept groups of every round, then the filler groups (their rows come last).
 
@@ -597,7 +746,10 @@ def _assemble(rounds: list[_Round], fillers: list[torch.Tensor], group_size: int
         per_row = first is not None and not isinstance(first, dict) and len(first) > 0
         fields.append(column(lambda held, position=position: held.generation[position]) if per_row else first)
     rewards = torch.stack([held.rewards[row] for held, row in picks])
-    extra_logs = {name: column(lambda held, name=name: held.extra_logs[name]) for name in rounds[0].extra_logs}
+    names = {name for held in rounds for name in held.extra_logs}  # a column a round lacks is None there
+    extra_logs = {
+        name: column(lambda held, name=name: held.extra_logs.get(name, [None] * len(held.inputs))) for name in names
+    }
     inputs = column(lambda held: held.inputs)
     prompts = column(lambda held: held.prompts)
     return tuple(fields), inputs, prompts, rewards, extra_logs, num_kept_rows
