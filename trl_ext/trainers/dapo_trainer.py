@@ -432,6 +432,7 @@ class DAPOTrainer(GRPOTrainer):
         backing_off = self._announce_backoff(was_backing_off=backing_off)
 
         # Fresh groups first; carried groups fill what they lack. Then this batch's surplus is carried.
+        rounds_run = len(rounds)
         carried_used = min(max(groups_needed - int(kept_per_process[rank]), 0), int(available[rank]))
         carried, _ = self._carry.take(carried_used, version)
         staleness_sum = sum(group.staleness(version) for group in carried)
@@ -466,7 +467,7 @@ class DAPOTrainer(GRPOTrainer):
             del metrics[name][logged_before.get(name, 0) :]
             metrics[name].append(value)
 
-        metrics["dynamic_sampling/generation_rounds"].append(float(len(rounds)))
+        metrics["dynamic_sampling/generation_rounds"].append(float(rounds_run))
         metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
         metrics["dynamic_sampling/tokens_generated"].append(float(generated))
         # Informative groups that made it into the batch (fillers excluded), over all groups generated for.
