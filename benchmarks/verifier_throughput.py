@@ -10,7 +10,7 @@ expanded expressions, intervals, percent, `Answer:` lines, answers in prose, rad
   written forms, wrong ones all different), so no two (reference, answer) pairs of a batch are equal.
 
 Every repetition draws new prompts, so no verdict is reused across repetitions. Verifiers, all timed in one
-run, alternating, on the same batches:
+run, alternating (`accuracy_reward` on a batch of its own of the same shape, see `main`):
 
 - `math`, the registered reward through its process pool (`--workers`, warm; verifies each distinct
   (reference, final answer) pair of a batch once);
@@ -184,17 +184,27 @@ def main(argv: list[str] | None = None) -> dict:
     for shape, distinct in shapes.items():
         seconds = {name: [] for name in methods}
         verdicts = {name: [] for name in methods}
-        truths, distinct_pairs = [], []
+        truths = {name: [] for name in methods}
+        distinct_pairs = []
         for repeat in range(args.repeats):
-            references, completions, batch_truths = make_batch(args.prompts, distinct, seed=100 + repeat)
-            truths += batch_truths
+            # `accuracy_reward` gets its own batch of the same shape: the two in-process verifiers share sympy's
+            # and the LaTeX parser's caches, so on one batch the second would reuse the first one's parses.
+            # The pool's workers share nothing with this process; their verdicts are checked against the
+            # one-at-a-time verdicts on the same batch.
+            batches = {
+                "math": make_batch(args.prompts, distinct, seed=100 + repeat),
+                "trl": make_batch(args.prompts, distinct, seed=500 + repeat),
+            }
+            references, completions, _ = batches["math"]
             distinct_pairs.append(len({(r, extract_final_answer(c)) for r, c in zip(references, completions)}))
             # Alternate the order each repetition, so a change in the machine's load hits every method alike.
             order = list(methods) if repeat % 2 == 0 else list(reversed(methods))
             for name in order:
+                references, completions, batch_truths = batches["trl" if name.startswith("trl") else "math"]
                 elapsed, batch_verdicts = timed(lambda run=methods[name], r=references, c=completions: run(r, c))
                 seconds[name].append(elapsed)
                 verdicts[name] += batch_verdicts
+                truths[name] += batch_truths
         pooled = verdicts["math, pooled"]
         assert pooled == [None if v is None else bool(v) for v in verdicts["math, one at a time in process"]], (
             "pooled (deduplicated) and one-at-a-time verdicts differ"
@@ -204,7 +214,8 @@ def main(argv: list[str] | None = None) -> dict:
             entry[name] = {
                 "verifications_per_s": size / median(seconds[name]),
                 "seconds": seconds[name],
-                "verdicts_matching_construction": sum(v == t for v, t in zip(verdicts[name], truths)) / len(truths),
+                "verdicts_matching_construction": sum(v == t for v, t in zip(verdicts[name], truths[name]))
+                / len(truths[name]),
             }
             rows.append([shape, name, size / median(seconds[name]), median(seconds[name])])
         base = entry["trl accuracy_reward, in process"]["verifications_per_s"]
