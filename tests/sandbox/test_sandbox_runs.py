@@ -120,12 +120,11 @@ def test_wall_clock_limit_kills_the_whole_run(isolation):
 
 
 def test_cpu_time_limit(bwrap_sandbox):
+    # One CPU second, 30 s of wall clock: the CPU limit ends it (on a loaded machine a CPU second takes longer).
     limits = SandboxLimits(wall_time=30, cpu_time=1)
-    started = time.monotonic()
     result = bwrap_sandbox.run_python("main.py", files={"main.py": "while True:\n    pass\n"}, limits=limits)
-    assert not result.timed_out
+    assert not result.timed_out and result.wall_time < 15
     assert result.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
-    assert time.monotonic() - started < 2 + MARGIN
 
 
 def test_memory_limit(bwrap_sandbox):
