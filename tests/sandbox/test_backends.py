@@ -139,14 +139,16 @@ def test_root_without_user_namespaces_gets_bubblewrap_in_privileged_mode():
         print(sandbox.describe())
         print(sandbox.run_python("main.py", files={{"main.py": {program!r}}}).stdout.decode())
     """
-    result = run_restricted(ROOT_WITHOUT_USER_NAMESPACES, script)
+    try:
+        result = run_restricted(ROOT_WITHOUT_USER_NAMESPACES, script)
+        harm = harm_left()
+    finally:
+        remove_canary()
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert "privileged mode as root, no user namespace" in lines[0]
     # The home directory is the sandbox's tmpfs (the write "succeeds" there); the rest is read-only.
     assert lines[-1] == "0 ['0000000000000000']", lines
-    harm = harm_left()
-    remove_canary()
     assert harm == []
 
 
