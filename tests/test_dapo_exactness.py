@@ -9,12 +9,11 @@ import re
 
 import pytest
 import torch
+from conftest import make_prompt_dataset, tiny_training_settings
 from transformers.utils import logging as hf_logging
 
 from trl_ext import DAPOConfig, DAPOTrainer, GSPOConfig
 from trl_ext.trainers import dapo_trainer
-
-from conftest import make_prompt_dataset, tiny_training_settings
 
 GROUP = 4
 
@@ -63,15 +62,22 @@ def metric_history(trainer, name):
 
 
 @pytest.mark.parametrize("dynamic_sampling", [True, False])
-def test_unjudged_completions_stay_unscorable_despite_the_overlong_punishment(tmp_path, tiny_model_dir, dynamic_sampling):
-    config = small_config(tmp_path, dynamic_sampling=dynamic_sampling, max_completion_length=8, overlong_buffer_length=8)
+def test_unjudged_completions_stay_unscorable_despite_the_overlong_punishment(
+    tmp_path, tiny_model_dir, dynamic_sampling
+):
+    config = small_config(
+        tmp_path, dynamic_sampling=dynamic_sampling, max_completion_length=8, overlong_buffer_length=8
+    )
     trainer = DAPOTrainer(
         tiny_model_dir,
         reward_funcs=none_for_two_rows_of_odd_groups,
         args=config,
         train_dataset=make_prompt_dataset(32),
     )
-    assert [name for name in trainer.reward_func_names] == ["none_for_two_rows_of_odd_groups", "soft_overlong_punishment"]
+    assert [name for name in trainer.reward_func_names] == [
+        "none_for_two_rows_of_odd_groups",
+        "soft_overlong_punishment",
+    ]
     captured = {}
     calculate = trainer._calculate_rewards
 
@@ -232,7 +238,9 @@ def test_a_run_that_keeps_every_group_says_the_filter_does_not_filter(tmp_path, 
 def test_filler_groups_are_out_of_the_loss_and_leave_the_model_unchanged(tmp_path, tiny_model_dir):
     # beta > 0 and an entropy bonus would both move the model through a zero-advantage row that stayed in the loss.
     config = small_config(tmp_path, dynamic_sampling_max_rounds=1, beta=0.1, entropy_coef=0.5, learning_rate=1e-2)
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset()
+    )
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
     batches = record_batches(trainer)
     trainer.train()
@@ -348,7 +356,10 @@ def test_gspo_refuses_entropy_masking_with_sequence_ratios(tmp_path):
     with pytest.raises(ValueError, match="sequence_token"):
         GSPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, top_entropy_quantile=0.5)
     GSPOConfig(
-        output_dir=str(tmp_path), use_cpu=True, bf16=False, top_entropy_quantile=0.5,
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        top_entropy_quantile=0.5,
         importance_sampling_level="sequence_token",
     )
 
@@ -396,9 +407,7 @@ def test_log_prob_forwards_run_on_kept_rows_only_with_the_same_values(tmp_path, 
         ids = torch.cat([prompt, completion]).unsqueeze(0)
         with torch.no_grad():
             logps, _, _ = forward(trainer.ref_model, ids, torch.ones_like(ids), completion_length, batch_size=1)
-        assert torch.allclose(
-            logps[0], batch["ref_per_token_logps"][row][:completion_length], atol=1e-5
-        ), row
+        assert torch.allclose(logps[0], batch["ref_per_token_logps"][row][:completion_length], atol=1e-5), row
     assert not math.isnan(float(batch["ref_per_token_logps"].sum()))
 
 
@@ -457,7 +466,9 @@ def test_prompts_that_stay_uninformative_are_skipped_before_generation(tmp_path,
 
     def run(max_skip_probability):
         config = small_config(
-            tmp_path / str(max_skip_probability), max_steps=8, dynamic_sampling_max_skip_probability=max_skip_probability
+            tmp_path / str(max_skip_probability),
+            max_steps=8,
+            dynamic_sampling_max_skip_probability=max_skip_probability,
         )
         trainer = DAPOTrainer(
             tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(16)

@@ -2,7 +2,12 @@
 which surplus groups to carry over, which prompts to skip, and when to stop over-sampling."""
 
 from .backoff import BackoffController, SamplingMode
-from .carry import CarriedGroup, CarryBuffer, staleness_stats, surplus_informative_groups
+from .carry import (
+    CarriedGroup,
+    CarryBuffer,
+    staleness_stats,
+    surplus_informative_groups,
+)
 from .dynamic_sampling import (
     KeepRateEstimator,
     filter_rewards,

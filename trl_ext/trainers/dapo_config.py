@@ -166,9 +166,7 @@ class DAPOConfig(GRPOConfig):
 
     def _validate_dynamic_sampling(self):
         if self.dynamic_sampling_max_rounds < 1:
-            raise ValueError(
-                f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}."
-            )
+            raise ValueError(f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}.")
         if self.dynamic_sampling_on_exhausted not in ON_EXHAUSTED_CHOICES:
             raise ValueError(
                 f"dynamic_sampling_on_exhausted must be one of {list(ON_EXHAUSTED_CHOICES)}, got "

@@ -6,7 +6,6 @@ import copy
 import inspect
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -38,6 +37,14 @@ from ..sampling import (
     spare_groups_to_fill,
     surplus_informative_groups,
 )
+from ..sampling.assembly import (
+    Round,
+    assemble,
+    carried_round,
+    completion_lengths,
+    group_rows,
+    select_rows,
+)
 from .dapo_config import DAPOConfig
 from .scoring import (
     TRL_CONTINUOUS_REWARD_NAMES,
@@ -56,19 +63,6 @@ CARRY_STATE_FILE = "dynamic_sampling_carry_{process}.pt"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
-
-
-@dataclass
-class _Round:
-    """What one generation round contributes to the batch: its rows for the groups this process may use."""
-
-    inputs: list[dict[str, Any]]
-    prompts: list
-    generation: tuple  # TRL's `_generate` output, restricted to `rows`
-    rewards: torch.Tensor  # (len(rows), F) local rewards of those rows
-    kept: int  # informative groups kept (they come first)
-    spare: int  # uninformative groups held after them, in case the rounds run out
-    extra_logs: dict[str, list] = field(default_factory=dict)
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -114,7 +108,9 @@ class DAPOTrainer(GRPOTrainer):
                 "`DAPOConfig(...)` (same arguments): `from trl_ext import DAPOConfig`."
             )
         reward_funcs = arguments["reward_funcs"]
-        reward_funcs = [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        reward_funcs = (
+            [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        )
         train_dataset = arguments["train_dataset"]
         if getattr(train_dataset, "column_names", None):
             check_reward_columns(reward_funcs, train_dataset.column_names)
@@ -204,7 +200,8 @@ class DAPOTrainer(GRPOTrainer):
         continuous = [
             name
             for name, func, judging in zip(names, self.reward_funcs, used.tolist(), strict=True)
-            if judging and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
+            if judging
+            and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
         ]
         if continuous:
             logger.warning(
@@ -221,7 +218,9 @@ class DAPOTrainer(GRPOTrainer):
         super()._save_checkpoint(model, trial)
         if not hasattr(self, "_keep_rates"):
             return
-        checkpoint = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        checkpoint = os.path.join(
+            self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        )
         if len(self._carry):  # every process saves its own carried groups
             os.makedirs(checkpoint, exist_ok=True)
             carry_file = CARRY_STATE_FILE.format(process=self.accelerator.process_index)
@@ -344,7 +343,7 @@ class DAPOTrainer(GRPOTrainer):
 
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)  # fresh informative groups kept
         surplus: list[CarriedGroup] = []
-        rounds: list[_Round] = []
+        rounds: list[Round] = []
         rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
         exhausted = True
@@ -352,7 +351,11 @@ class DAPOTrainer(GRPOTrainer):
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index == 0:
                 # At least the sampler's own prompts are generated: what the batch does not need is carried.
-                extra = 0 if backing_off else max(0, self._prompts_for(groups_needed - available, max_prompts) - groups_needed)
+                extra = (
+                    0
+                    if backing_off
+                    else max(0, self._prompts_for(groups_needed - available, max_prompts) - groups_needed)
+                )
                 # The sampler's own prompts may be skipped too; each process refills what it skipped.
                 # A prompt already carried over is not generated again in the same batch.
                 carried_set = {index for _, carried in gathered for index in carried}
@@ -385,7 +388,7 @@ class DAPOTrainer(GRPOTrainer):
             extra_logs = {column: values for column, values in self._pending_extra_logs.items()}
             self._pending_extra_logs.clear()
             rows_per_round.append(len(round_inputs) * num_processes)
-            generated_tokens += sum(_completion_lengths(generation))
+            generated_tokens += sum(completion_lengths(generation))
 
             rewards = filter_rewards(rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
@@ -400,13 +403,13 @@ class DAPOTrainer(GRPOTrainer):
             kept = groups_to_keep(informative[rank], deficit)
             room = deficit - len(kept) - int(available[rank]) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
-            rows = _group_rows(torch.cat([kept, spare]), group_size).tolist()
+            rows = group_rows(torch.cat([kept, spare]), group_size).tolist()
             local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
             rounds.append(
-                _Round(
+                Round(
                     inputs=[round_inputs[row] for row in rows],
                     prompts=[round_prompts[row] for row in rows],
-                    generation=_select_rows(generation, rows),
+                    generation=select_rows(generation, rows),
                     rewards=local[rows],
                     kept=len(kept),
                     spare=len(spare),
@@ -416,8 +419,17 @@ class DAPOTrainer(GRPOTrainer):
             if self._carry.max_staleness > 0:
                 first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
                 surplus += [
-                    self._surplus_group(generation, round_inputs, round_prompts, local, extra_logs, group, group_size,
-                                        round_indices[first_group + group], version)
+                    self._surplus_group(
+                        generation,
+                        round_inputs,
+                        round_prompts,
+                        local,
+                        extra_logs,
+                        group,
+                        group_size,
+                        round_indices[first_group + group],
+                        version,
+                    )
                     for group in surplus_informative_groups(informative[rank], deficit, self._carry.max_groups).tolist()
                 ]
             kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
@@ -437,13 +449,15 @@ class DAPOTrainer(GRPOTrainer):
         carried, _ = self._carry.take(carried_used, version)
         staleness_sum = sum(group.staleness(version) for group in carried)
         if carried:
-            rounds.insert(0, _carried_round(carried, device=self.accelerator.device))
+            rounds.insert(0, carried_round(carried, device=self.accelerator.device))
             self._carried_logps = [logps for group in carried for logps in group.payload["logps"]]
-        self._any_carried = bool(self.accelerator.gather(torch.tensor([len(carried)], device=self.accelerator.device)).sum())
+        self._any_carried = bool(
+            self.accelerator.gather(torch.tensor([len(carried)], device=self.accelerator.device)).sum()
+        )
         carry_dropped += self._carry_surplus(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
-        generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = _assemble(
+        generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = assemble(
             rounds, fillers, group_size
         )
         self._filler_rows = torch.arange(num_kept_rows, len(batch_inputs))
@@ -453,12 +467,14 @@ class DAPOTrainer(GRPOTrainer):
         for column, values in extra_logs.items():
             self._pending_extra_logs[column].extend(values)
 
-        lengths = zip(generation[0][:num_kept_rows], _completion_lengths(generation)[:num_kept_rows], strict=True)
+        lengths = zip(generation[0][:num_kept_rows], completion_lengths(generation)[:num_kept_rows], strict=True)
         trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
         counts = [generated_tokens, trained_tokens, len(carried), staleness_sum, carry_dropped]
-        generated, trained, carried_groups, staleness_sum, carry_dropped = self.accelerator.gather(
-            torch.tensor(counts, device=self.accelerator.device).unsqueeze(0)
-        ).sum(dim=0).tolist()
+        generated, trained, carried_groups, staleness_sum, carry_dropped = (
+            self.accelerator.gather(torch.tensor(counts, device=self.accelerator.device).unsqueeze(0))
+            .sum(dim=0)
+            .tolist()
+        )
         # TRL counted every round's tokens; count those of the trained rows, and report what was generated.
         self.state.num_input_tokens_seen = tokens_before + trained
         metrics["num_tokens"] = [self.state.num_input_tokens_seen]
@@ -482,24 +498,32 @@ class DAPOTrainer(GRPOTrainer):
         self._check_filter_filters(informative_sampled == groups_sampled)
         return generation, batch_inputs, batch_prompts
 
-    def _surplus_group(self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version):
+    def _surplus_group(
+        self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version
+    ):
         """A surplus informative group of this round, ready to carry (its behaviour log-probs come later)."""
-        rows = _group_rows(torch.tensor([group]), group_size).tolist()
+        rows = group_rows(torch.tensor([group]), group_size).tolist()
         payload = {
-            "generation": list(_select_rows(generation, rows)),
+            "generation": list(select_rows(generation, rows)),
             "inputs": [inputs[row] for row in rows],
             "prompts": [prompts[row] for row in rows],
             "rewards": rewards[rows].cpu(),
             "extra_logs": {column: [values[row] for row in rows] for column, values in extra_logs.items()},
         }
-        return CarriedGroup(payload, generated_at=version, prompt_index=prompt_index, process_index=self.accelerator.process_index)
+        return CarriedGroup(
+            payload, generated_at=version, prompt_index=prompt_index, process_index=self.accelerator.process_index
+        )
 
     def _carry_surplus(self, surplus: list[CarriedGroup]) -> int:
         """Record the log-probs of the policy that generated the surplus groups, then carry them. Returns how many
         groups the buffer dropped to stay within its size."""
-        rows = [(prompt_ids, completion_ids) for group in surplus for prompt_ids, completion_ids in zip(
-            group.payload["generation"][0], group.payload["generation"][1], strict=True
-        )]
+        rows = [
+            (prompt_ids, completion_ids)
+            for group in surplus
+            for prompt_ids, completion_ids in zip(
+                group.payload["generation"][0], group.payload["generation"][1], strict=True
+            )
+        ]
         logps = self._log_probs_of_rows(rows)
         for position, group in enumerate(surplus):
             group.payload["logps"] = logps[position * self.num_generations : (position + 1) * self.num_generations]
@@ -518,11 +542,21 @@ class DAPOTrainer(GRPOTrainer):
             most - len(rows)
         )
         device = self.accelerator.device
-        prompt_ids = pad([torch.tensor(p) for p, _ in padded], padding_value=self._tokenizer.pad_token_id, padding_side="left")
-        prompt_mask = pad([torch.ones(len(p), dtype=torch.long) for p, _ in padded], padding_value=0, padding_side="left")
-        completion_ids = pad([torch.tensor(c) for _, c in padded], padding_value=self._tokenizer.pad_token_id, padding_side="right")
-        completion_mask = pad([torch.ones(len(c), dtype=torch.long) for _, c in padded], padding_value=0, padding_side="right")
-        logps = self._policy_log_probs(prompt_ids.to(device), prompt_mask.to(device), completion_ids.to(device), completion_mask.to(device))
+        prompt_ids = pad(
+            [torch.tensor(p) for p, _ in padded], padding_value=self._tokenizer.pad_token_id, padding_side="left"
+        )
+        prompt_mask = pad(
+            [torch.ones(len(p), dtype=torch.long) for p, _ in padded], padding_value=0, padding_side="left"
+        )
+        completion_ids = pad(
+            [torch.tensor(c) for _, c in padded], padding_value=self._tokenizer.pad_token_id, padding_side="right"
+        )
+        completion_mask = pad(
+            [torch.ones(len(c), dtype=torch.long) for _, c in padded], padding_value=0, padding_side="right"
+        )
+        logps = self._policy_log_probs(
+            prompt_ids.to(device), prompt_mask.to(device), completion_ids.to(device), completion_mask.to(device)
+        )
         return [logps[row, : len(completion)].cpu() for row, (_, completion) in enumerate(rows)]
 
     def _policy_log_probs(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
@@ -668,92 +702,6 @@ def _is_overlong(reward_func) -> bool:
     return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
         "soft_overlong_punishment_reward"
     )
-
-
-def _split(values: list, parts: int) -> list[list]:
-    """`values` cut into `parts` equal consecutive lists (gathered per-process values, in process order)."""
-    size = len(values) // parts
-    return [values[part * size : (part + 1) * size] for part in range(parts)]
-
-
-def _group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Row indices of the completions of `groups`, whose completions are stored contiguously."""
-    return (groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
-
-
-def _completion_lengths(generation: tuple) -> list[int]:
-    """Model-generated tokens per completion, as TRL counts them (tool results excluded)."""
-    completion_ids, tool_mask = generation[1], generation[2]
-    if tool_mask is not None:
-        return [int(sum(mask)) for mask in tool_mask]
-    return [len(ids) for ids in completion_ids]
-
-
-def _select_rows(generation: tuple, rows: list[int]) -> tuple:
-    """TRL's `_generate` output restricted to `rows`: per-row lists are indexed, absent fields stay absent."""
-    prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images = generation
-
-    def pick(values):
-        return None if values is None else [values[row] for row in rows]
-
-    return (
-        pick(prompt_ids),
-        pick(completion_ids),
-        pick(tool_mask),
-        pick(completions),
-        pick(logprobs),
-        extra_fields,
-        pick(images),
-        pick(tool_images) if tool_images else tool_images,
-    )
-
-
-def _carried_round(carried: list[CarriedGroup], device) -> _Round:
-    """The carried groups as one more round, all of whose groups are kept."""
-    payloads = [group.payload for group in carried]
-    fields = []
-    for position, first in enumerate(payloads[0]["generation"]):
-        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
-        fields.append([value for payload in payloads for value in payload["generation"][position]] if per_row else first)
-    columns = payloads[0]["extra_logs"].keys()
-    return _Round(
-        inputs=[row for payload in payloads for row in payload["inputs"]],
-        prompts=[prompt for payload in payloads for prompt in payload["prompts"]],
-        generation=tuple(fields),
-        rewards=torch.cat([payload["rewards"] for payload in payloads]).to(device),
-        kept=len(carried),
-        spare=0,
-        extra_logs={column: [v for payload in payloads for v in payload["extra_logs"].get(column, [])] for column in columns},
-    )
-
-
-def _assemble(rounds: list[_Round], fillers: list[torch.Tensor], group_size: int):
-    """Concatenate the kept groups of every round, then the filler groups (their rows come last).
-
-    Returns TRL's `_generate` output for the batch, its inputs, prompts, `(rows, F)` local rewards and extra log
-    columns, and how many rows come before the fillers.
-    """
-    picks = [(held, row) for held in rounds for row in range(held.kept * group_size)]
-    num_kept_rows = len(picks)
-    for held, filler in zip(rounds, fillers, strict=True):
-        picks += [(held, row) for row in _group_rows(filler + held.kept, group_size).tolist()]
-
-    def column(values_of):
-        return [values_of(held)[row] for held, row in picks]
-
-    fields = []
-    for position, first in enumerate(rounds[0].generation):
-        # None: the field is absent; extra_fields (a dict) and an empty list of tool images are not per-row.
-        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
-        fields.append(column(lambda held, position=position: held.generation[position]) if per_row else first)
-    rewards = torch.stack([held.rewards[row] for held, row in picks])
-    names = {name for held in rounds for name in held.extra_logs}  # a column a round lacks is None there
-    extra_logs = {
-        name: column(lambda held, name=name: held.extra_logs.get(name, [None] * len(held.inputs))) for name in names
-    }
-    inputs = column(lambda held: held.inputs)
-    prompts = column(lambda held: held.prompts)
-    return tuple(fields), inputs, prompts, rewards, extra_logs, num_kept_rows
 
 
 def _with_overlong_punishment(config: DAPOConfig, reward_funcs, reward_processing_classes):

@@ -17,7 +17,11 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import get_config_model_id, nanmax, nanmin
 
-from ..objectives import gspo_token_old_logps, sequence_clip_fractions, sequence_log_ratio
+from ..objectives import (
+    gspo_token_old_logps,
+    sequence_clip_fractions,
+    sequence_log_ratio,
+)
 from ..rewards import check_reward_columns
 
 # The paper splits each rollout batch into 4 mini-batches, one optimiser update each.

@@ -17,7 +17,9 @@ def is_shaping_reward(reward_func) -> bool:
     )
 
 
-def mark_unjudged_completions(rewards_per_func: torch.Tensor, judging: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def mark_unjudged_completions(
+    rewards_per_func: torch.Tensor, judging: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Make a completion that no judging reward could score unscorable for every reward function.
 
     TRL leaves a completion out of the advantages only when *every* reward function returned `None` (NaN); a
