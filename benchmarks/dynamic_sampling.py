@@ -8,7 +8,8 @@ requests, how many rounds they may run, and what they do when the rounds run out
 
 - **adaptive** (DAPOTrainer as shipped): each round requests enough prompts to fill the batch with probability
   `dynamic_sampling_confidence` (DAPOConfig's default, or `--confidence`) at the keep rate estimated from recent
-  rounds; at most 10 rounds.
+  rounds; at most 10 rounds. Surplus informative groups are carried to the next batch
+  (`dynamic_sampling_carry_max_staleness`, DAPOConfig's default or `--carry-max-staleness`; 0 discards them).
 - **verl**: every round generates a fixed batch of 3x the train batch of prompts (`gen_batch_size`), keeps the
   informative groups, accumulates across rounds until the train batch is full and trims; at most 10 rounds
   (`max_num_gen_batches`; verl raises after them).
@@ -21,15 +22,21 @@ requests, how many rounds they may run, and what they do when the rounds run out
 Reported per scheme and keep rate: generation rounds per optimiser step, sequences generated per kept sequence
 (a kept sequence belongs to an informative group of the trained batch) and wall time per step; all over every
 step, and over the steps after the first (before its first round the adaptive scheme has no keep-rate estimate).
-Targets for the adaptive scheme: at most 1.2 rounds per step and at most 1.25/p sequences per kept one.
+Targets for the adaptive scheme: at most 1.2 rounds per step and at most 1.05/p sequences per kept one (1.25/p
+before surplus groups were carried).
+
+verl and ms-swift discard surplus groups, so those two schemes run with carrying off.
 
 Also reported: the rows that go through a log-probability forward outside the training forward (TRL's reference
-forward with `--beta > 0`, its old-policy forward when generation and updates are not aligned), counted per step
-from the calls to `_get_per_token_logps_and_entropies` made while the batch is generated and scored. DAPOTrainer
+forward with `--beta > 0`, its old-policy forward when generation and updates are not aligned, and, with carrying,
+the behaviour-policy forwards over the surplus rows carried and over a batch holding carried groups), counted per
+step from the calls to `_get_per_token_logps_and_entropies` made while the batch is generated and scored; the
+carry forwards are also counted on their own. DAPOTrainer
 scores and filters every round before those forwards, so they see the trained batch only; a trainer that
 forwards before filtering would forward every generated row (the `generated rows` column). The prompt history
 (`dynamic_sampling_max_skip_probability`, `--max-skip-probability`) skips prompts whose recent groups were all
-uninformative; its skips are reported per step.
+uninformative; its skips are reported per step. The history raises the keep rate of the prompts actually generated
+above `p`, so sequences per kept one are also reported times the observed keep rate.
 
     python benchmarks/dynamic_sampling.py --out benchmarks/results/dynamic_sampling.json  # full: 32 x 4, 30 steps
     python benchmarks/dynamic_sampling.py --beta 0.04 --out ...                          # count reference forwards
@@ -69,7 +76,7 @@ from trl_ext import DAPOConfig, DAPOTrainer
 from trl_ext.sampling import informative_group_mask
 
 TARGET_ROUNDS_PER_STEP = 1.2
-TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.25
+TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.05
 VERL_GEN_BATCH_MULTIPLE = 3  # verl's DAPO recipe: gen_batch_size = 3 x train_batch_size
 VERL_MAX_NUM_GEN_BATCHES = 10
 SWIFT_MAX_RESAMPLE_TIMES = 3  # ms-swift's default
@@ -118,6 +125,7 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         self.discarded_rounds: list[int] = []
         self.generation_seconds: list[float] = []
         self.forward_rows: list[int] = []  # rows through a log-prob forward while generating and scoring, per step
+        self.carry_forward_rows: list[int] = []  # of which: the behaviour-policy forwards carrying adds
         self._scoring = False
         self._train_groups = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
 
@@ -127,6 +135,7 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         self.round_log.append([])
         self.discarded_rounds.append(0)
         self.forward_rows.append(0)
+        self.carry_forward_rows.append(0)
         started = time.perf_counter()
         self._scoring = True
         try:
@@ -141,6 +150,11 @@ class MeasuredDAPOTrainer(DAPOTrainer):
             self.forward_rows[-1] += input_ids.size(0)
         return super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
 
+    def _policy_log_probs(self, prompt_ids, *args, **kwargs):
+        if self._scoring:  # DAPOTrainer's no-grad forwards for carried groups (it calls the method counted above)
+            self.carry_forward_rows[-1] += prompt_ids.size(0)
+        return super()._policy_log_probs(prompt_ids, *args, **kwargs)
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         assembling = self._assembled_rewards is not None  # TRL scoring the assembled batch: not a generation round
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -149,11 +163,12 @@ class MeasuredDAPOTrainer(DAPOTrainer):
             self.round_log[-1].append((int(informative.sum()), informative.numel()))
         return rewards_per_func
 
-    def kept_groups(self, rounds: list[tuple[int, int]], discarded: int) -> int:
+    def kept_groups(self, rounds: list[tuple[int, int]], discarded: int, carried: int) -> int:
         """Informative groups in the batch the step trains on (the shared loop keeps every one it found, up to
-        the batch size, and completes a short batch with uninformative groups)."""
+        the batch size, then the groups carried from earlier batches, and completes a short batch with
+        uninformative groups)."""
         looked_at = rounds[: len(rounds) - discarded]
-        return min(self._train_groups, sum(informative for informative, _ in looked_at))
+        return min(self._train_groups, sum(informative for informative, _ in looked_at) + carried)
 
 
 class VerlTrainer(MeasuredDAPOTrainer):
@@ -188,7 +203,7 @@ class ResampleTrainer(MeasuredDAPOTrainer):
         self.discarded_rounds[-1] += 1
         super()._on_rounds_exhausted(*args, **kwargs)
 
-    def kept_groups(self, rounds, discarded):
+    def kept_groups(self, rounds, discarded, carried):
         looked_at = rounds[: len(rounds) - discarded]
         if sum(informative for informative, _ in looked_at) >= self._train_groups:
             return self._train_groups
@@ -209,6 +224,12 @@ def arithmetic_prompts_with_ids(num_prompts: int) -> Dataset:
 
 def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Dataset, output_dir: Path) -> dict:
     trainer_class, max_rounds = SCHEMES[scheme]
+    if scheme != "adaptive":  # verl and ms-swift discard surplus groups
+        carry = {"dynamic_sampling_carry_max_staleness": 0}
+    elif args.carry_max_staleness is not None:
+        carry = {"dynamic_sampling_carry_max_staleness": args.carry_max_staleness}
+    else:
+        carry = {}
     config = DAPOConfig(
         **common_training_args(
             output_dir,
@@ -229,6 +250,7 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
                 else {}
             ),
             **({"dynamic_sampling_confidence": args.confidence} if args.confidence is not None else {}),
+            **carry,
         )
     )
     timer = StepTimer()
@@ -244,6 +266,7 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
 
     # The record must agree with the trainer's own metrics (the extra round ms-swift discards is not the loop's).
     logged_rounds = log_history_values(trainer, "dynamic_sampling/generation_rounds")
+    carried_groups = [int(value) for value in log_history_values(trainer, "dynamic_sampling/carried_groups")]
     logged_prompts = log_history_values(trainer, "dynamic_sampling/prompts_sampled")
     recorded_rounds = [len(r) - d for r, d in zip(trainer.round_log, trainer.discarded_rounds, strict=True)]
     recorded_prompts = [
@@ -259,19 +282,28 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
     tokens_generated = log_history_values(trainer, "dynamic_sampling/tokens_generated")
     prompts_skipped = log_history_values(trainer, "dynamic_sampling/prompts_skipped")
     backoff = log_history_values(trainer, "dynamic_sampling/backoff")
+    carried_staleness = log_history_values(trainer, "dynamic_sampling/carried_staleness")
+    carry_dropped = log_history_values(trainer, "dynamic_sampling/carry_dropped")
     steps = []
-    for rounds, discarded, step_s, generation_s, forward_rows, tokens, skipped, backing_off in zip(
+    for (
+        rounds, discarded, step_s, generation_s, forward_rows, carry_forward_rows, tokens, skipped, backing_off,
+        carried, staleness, dropped,
+    ) in zip(
         trainer.round_log,
         trainer.discarded_rounds,
         timer.step_seconds,
         trainer.generation_seconds,
         trainer.forward_rows,
+        trainer.carry_forward_rows,
         tokens_generated,
         prompts_skipped,
         backoff,
+        carried_groups,
+        carried_staleness,
+        carry_dropped,
         strict=True,
-    ):
-        kept = trainer.kept_groups(rounds, discarded)
+    ):  # fmt: skip
+        kept = trainer.kept_groups(rounds, discarded, carried)
         steps.append(
             {
                 "rounds": len(rounds),
@@ -285,6 +317,10 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
                 # Rows through the old-policy / reference forwards; before filtering moved ahead of them, every
                 # generated row of the step's rounds was forwarded (sequences_generated).
                 "forward_rows": forward_rows,
+                "carry_forward_rows": carry_forward_rows,
+                "carried_groups": carried,
+                "carried_staleness": staleness,
+                "carry_dropped": int(dropped),
                 "tokens_generated": tokens,
                 "prompts_skipped": skipped,
                 "backoff": bool(backing_off),
@@ -300,6 +336,7 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
         "confidence": config.dynamic_sampling_confidence if scheme == "adaptive" else None,
         "beta": config.beta,
         "max_skip_probability": config.dynamic_sampling_max_skip_probability,
+        "carry_max_staleness": config.dynamic_sampling_carry_max_staleness,
         "steps": steps,
         **summarise(steps, keep_rate),
     }
@@ -310,15 +347,21 @@ def summarise(steps: list[dict], keep_rate: float) -> dict:
         generated = sum(step["sequences_generated"] for step in selected)
         kept = sum(step["kept_sequences"] for step in selected)
         per_kept = generated / kept if kept else float("inf")
+        observed = sum(s["informative_generated"] for s in selected) / sum(s["groups_generated"] for s in selected)
         return {
-            "observed_keep_rate": sum(s["informative_generated"] for s in selected)
-            / sum(s["groups_generated"] for s in selected),
+            "observed_keep_rate": observed,
             "rounds_per_step": sum(step["rounds"] for step in selected) / len(selected),
             "sequences_per_kept": per_kept,
             "sequences_per_kept_times_p": per_kept * keep_rate,
+            # The prompt history skips uninformative prompts, so the rate the generated prompts are kept at
+            # rises above p: times that rate, the figure measures the scheme's own over-generation.
+            "sequences_per_kept_times_observed_p": per_kept * observed,
             "filled_fraction": sum(step["filled"] for step in selected) / len(selected),
             "generated_rows_per_step": generated / len(selected),
             "forward_rows_per_step": sum(step["forward_rows"] for step in selected) / len(selected),
+            "carry_forward_rows_per_step": sum(step["carry_forward_rows"] for step in selected) / len(selected),
+            "carried_groups_per_step": sum(step["carried_groups"] for step in selected) / len(selected),
+            "carry_dropped_per_step": sum(step["carry_dropped"] for step in selected) / len(selected),
             "tokens_generated_per_step": sum(step["tokens_generated"] for step in selected) / len(selected),
             "prompts_skipped_per_step": sum(step["prompts_skipped"] for step in selected) / len(selected),
             "median_step_s": median([step["step_s"] for step in selected]),
@@ -351,6 +394,11 @@ def main(argv=None):
         "--max-skip-probability",
         type=float,
         help="dynamic_sampling_max_skip_probability (default: DAPOConfig's; 0 turns the prompt history off)",
+    )
+    parser.add_argument(
+        "--carry-max-staleness",
+        type=int,
+        help="dynamic_sampling_carry_max_staleness for the adaptive scheme (default: DAPOConfig's; 0 discards surplus)",
     )
     parser.add_argument(
         "--confidence",
@@ -386,7 +434,8 @@ def main(argv=None):
 
     headers = [
         "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*",
-        "seq/kept x p*", "generated rows/step", "forward rows/step", "skipped/step",
+        "seq/kept x p*", "seq/kept x obs p", "generated rows/step", "forward rows/step", "carry fwd rows/step",
+        "carried/step", "skipped/step",
     ]  # fmt: skip
     rows = []
     for run in runs:
@@ -403,8 +452,11 @@ def main(argv=None):
                 all_steps["median_step_s"],
                 later["rounds_per_step"],
                 later["sequences_per_kept_times_p"],
+                all_steps["sequences_per_kept_times_observed_p"],
                 all_steps["generated_rows_per_step"],
                 all_steps["forward_rows_per_step"],
+                all_steps["carry_forward_rows_per_step"],
+                all_steps["carried_groups_per_step"],
                 all_steps["prompts_skipped_per_step"],
             ]
         )
@@ -414,7 +466,8 @@ def main(argv=None):
         f"\n{args.groups} groups x {args.num_generations} completions per step, {args.steps} steps; '*' = steps after "
         "the first; filled = fraction of steps whose batch held only informative groups; s/step = median wall time; "
         f"forward rows = rows through the old-policy/reference log-prob forwards (beta={args.beta}); before filtering "
-        "came first, every generated row went through them; skipped = prompts the prompt history skipped."
+        "came first, every generated row went through them; carry fwd rows = those of them that carrying adds; carried = "
+        "groups from earlier batches trained on; skipped = prompts the prompt history skipped."
     )
     verdicts = []
     for run in runs:
@@ -431,8 +484,12 @@ def main(argv=None):
                 "rounds_target_met": rounds_ok,
                 "sequences_per_kept_times_p": figures["sequences_per_kept_times_p"],
                 "sequences_target_met": sequences_ok,
+                "sequences_per_kept_times_observed_p": figures["sequences_per_kept_times_observed_p"],
+                "carry_max_staleness": run["carry_max_staleness"],
+                "max_skip_probability": run["max_skip_probability"],
                 "generated_rows_per_step": figures["generated_rows_per_step"],
                 "forward_rows_per_step": figures["forward_rows_per_step"],
+                "carry_forward_rows_per_step": figures["carry_forward_rows_per_step"],
             }
         )
         print(
@@ -440,7 +497,7 @@ def main(argv=None):
             f"{figures['rounds_per_step']:.2f} (target <= "
             f"{TARGET_ROUNDS_PER_STEP}: {'met' if rounds_ok else 'MISSED'}), sequences per kept x p "
             f"{figures['sequences_per_kept_times_p']:.3f} (target <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P}: "
-            f"{'met' if sequences_ok else 'MISSED'})"
+            f"{'met' if sequences_ok else 'MISSED'}), x observed p {figures['sequences_per_kept_times_observed_p']:.3f}"
         )
 
     payload = {

@@ -7,9 +7,11 @@ new tokens, temperature 1.0, the `exact_match` verifier). Each optimiser step tr
 method; the methods differ only in what their configs add:
 
 - **dapo**: `DAPOConfig` defaults: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling (filtering on
-  `exact_match`, prompt history skipping prompts whose recent groups were all right or all wrong), soft overlong
-  punishment (buffer of 4 tokens, as in the default recipe);
+  `exact_match`, surplus informative groups carried to the next batch, prompt history skipping prompts whose recent
+  groups were all right or all wrong), soft overlong punishment (buffer of 4 tokens, as in the default recipe);
 - **dapo-no-skip**: the same without the prompt history (`dynamic_sampling_max_skip_probability=0.0`);
+- **dapo-no-carry**: the same with surplus groups discarded (`dynamic_sampling_carry_max_staleness=0`);
+- **dapo-no-carry-no-skip**: neither carry nor prompt history (both 0);
 - **grpo**: `GRPOConfig` with TRL's defaults (symmetric clip 0.2, TRL's default loss, no filtering, no shaping);
 - **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
   4 x 64 completions split into 4 optimiser steps.
@@ -18,8 +20,9 @@ Held-out pass@1 (8 samples per prompt at temperature 1.0 on the 200 test problem
 before training and every `--eval-steps` steps. The target is the starting pass@1 plus `--target-gain` (0.05, about
 four standard errors of one evaluation), or an absolute `--target`; the starting point is the same for every method
 of a seed (same checkpoint, same evaluation seed). Reported per method: steps and generated completion tokens
-(every generated completion counts, including groups dynamic sampling discards) to first reach the target, the
-median over seeds, and the final accuracy. A plot shows the curves against steps and against tokens.
+(every generated completion counts, including groups dynamic sampling discards) and training wall time (evaluations
+excluded) to first reach the target, the median over seeds, and the final accuracy. A plot shows the curves against
+steps and against tokens. The JSON is rewritten after every run, so an interrupted run keeps the seeds it finished.
 
     python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json  # 5 seeds x 150 steps
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
@@ -57,7 +60,13 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
-METHODS = ("dapo", "dapo-no-skip", "grpo", "gspo")
+METHODS = ("dapo", "dapo-no-skip", "dapo-no-carry", "dapo-no-carry-no-skip", "grpo", "gspo")
+DAPO_VARIANTS = {
+    "dapo": {},
+    "dapo-no-skip": {"dynamic_sampling_max_skip_probability": 0.0},
+    "dapo-no-carry": {"dynamic_sampling_carry_max_staleness": 0},
+    "dapo-no-carry-no-skip": {"dynamic_sampling_max_skip_probability": 0.0, "dynamic_sampling_carry_max_staleness": 0},
+}
 
 
 class CountGeneratedTokens:
@@ -74,24 +83,36 @@ class CountGeneratedTokens:
 
 
 class TokensAtStep(TrainerCallback):
-    """Generated tokens and sequences so far, after every optimiser step."""
+    """Generated tokens and sequences, and training wall time, so far after every optimiser step.
+
+    Added before the evaluation callback, so its `on_step_end` runs before the evaluation: the time from a step's
+    `on_step_begin` to its `on_step_end` is the step's (generation, scoring and update), without evaluations.
+    """
 
     def __init__(self, trainer):
         self.trainer = trainer
-        self.by_step = {0: (0, 0)}
+        self.by_step = {0: (0, 0, 0.0)}
+        self.train_seconds = 0.0
+        self._step_started = None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self._step_started is None:
+            self._step_started = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
+        if self._step_started is not None:
+            self.train_seconds += time.perf_counter() - self._step_started
+            self._step_started = None
         trainer = self.trainer
         generated = (getattr(trainer, "generated_tokens", 0), getattr(trainer, "generated_sequences", 0))
-        self.by_step[state.global_step] = generated
+        self.by_step[state.global_step] = (*generated, self.train_seconds)
 
 
 def method_setup(method: str, settings: dict):
     """(trainer class, config) for one method; `settings` are the ones all methods share."""
-    if method in ("dapo", "dapo-no-skip"):
-        variant = {"dynamic_sampling_max_skip_probability": 0.0} if method == "dapo-no-skip" else {}
+    if method in DAPO_VARIANTS:
         config = DAPOConfig(
-            **settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4, **variant
+            **settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4, **DAPO_VARIANTS[method]
         )
         return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
     if method == "grpo":
@@ -131,17 +152,23 @@ def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -
         seed=seed,
     )
     tokens = TokensAtStep(trainer)
+    trainer.add_callback(tokens)  # before the evaluation, whose time it leaves out
     trainer.add_callback(evaluation)
-    trainer.add_callback(tokens)
     started = time.perf_counter()
     without_log_printing(trainer).train()
     seconds = time.perf_counter() - started
 
     curve = []
     for step, result in evaluation.history:
-        generated_tokens, generated_sequences = tokens.by_step[step]
+        generated_tokens, generated_sequences, train_seconds = tokens.by_step[step]
         curve.append(
-            {"step": step, "pass@1": result.pass_at_k[1], "tokens": generated_tokens, "sequences": generated_sequences}
+            {
+                "step": step,
+                "pass@1": result.pass_at_k[1],
+                "tokens": generated_tokens,
+                "sequences": generated_sequences,
+                "train_seconds": train_seconds,
+            }
         )
     # The same checkpoint, evaluated with the run's seed, gives every method of a seed the same starting point.
     target = args.target if args.target is not None else curve[0]["pass@1"] + args.target_gain
@@ -155,10 +182,12 @@ def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -
         "target": target,
         "steps_to_target": reached["step"] if reached else None,
         "tokens_to_target": reached["tokens"] if reached else None,
+        "seconds_to_target": reached["train_seconds"] if reached else None,
         "initial_pass@1": curve[0]["pass@1"],
         "final_pass@1": curve[-1]["pass@1"],
         "total_tokens": curve[-1]["tokens"],
         "train_seconds": seconds,
+        "train_seconds_without_evaluation": tokens.train_seconds,
     }
 
 
@@ -166,6 +195,8 @@ def summarise(runs: list[dict], methods: list[str]) -> list[dict]:
     summary = []
     for method in methods:
         mine = [r for r in runs if r["method"] == method]
+        if not mine:
+            continue
         reached = [r for r in mine if r["steps_to_target"] is not None]
         finals = [r["final_pass@1"] for r in mine]
         summary.append(
@@ -177,8 +208,10 @@ def summarise(runs: list[dict], methods: list[str]) -> list[dict]:
                 # when at least half of the seeds reach it.
                 "median_steps_to_target": _median_with_misses([r["steps_to_target"] for r in mine]),
                 "median_tokens_to_target": _median_with_misses([r["tokens_to_target"] for r in mine]),
+                "median_seconds_to_target": _median_with_misses([r["seconds_to_target"] for r in mine]),
                 "mean_final_pass@1": statistics.fmean(finals),
                 "stdev_final_pass@1": statistics.stdev(finals) if len(finals) > 1 else 0.0,
+                "final_pass@1_per_seed": {r["seed"]: r["final_pass@1"] for r in mine},
                 "mean_tokens_per_step": statistics.fmean(r["total_tokens"] / r["curve"][-1]["step"] for r in mine),
                 "median_train_seconds": median([r["train_seconds"] for r in mine]),
             }
@@ -201,10 +234,19 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"dapo": "tab:blue", "dapo-no-skip": "tab:purple", "grpo": "tab:orange", "gspo": "tab:green"}
+    colours = {
+        "dapo": "tab:blue",
+        "dapo-no-skip": "tab:purple",
+        "dapo-no-carry": "tab:cyan",
+        "dapo-no-carry-no-skip": "tab:brown",
+        "grpo": "tab:orange",
+        "gspo": "tab:green",
+    }
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:
         mine = [r for r in runs if r["method"] == method]
+        if not mine:
+            continue
         colour = colours.get(method)
         for r in mine:  # one thin line per seed
             accuracy = [p["pass@1"] for p in r["curve"]]
@@ -260,6 +302,17 @@ def main(argv=None):
     task = load_raw_dataset(DEFAULT_TASK)
     machine = machine_info()
     runs = []
+
+    def payload() -> dict:
+        return {
+            "benchmark": "sample_efficiency",
+            "settings": {key: value for key, value in vars(args).items() if key != "out"},
+            "model_path": model_path,
+            "machine": machine,
+            "summary": summarise(runs, args.methods),
+            "runs": runs,
+        }
+
     with tempfile.TemporaryDirectory() as scratch:
         # Seeds outermost, so a slow phase of a shared machine does not fall on one method only.
         for seed in args.seeds:
@@ -272,6 +325,7 @@ def main(argv=None):
                     f"{result['train_seconds']:.0f} s",
                     flush=True,
                 )
+                write_json(args.out, payload())  # an interrupted run keeps the runs it finished
 
     summary = summarise(runs, args.methods)
     rows = [
@@ -280,6 +334,7 @@ def main(argv=None):
             f"{s['seeds_reaching_target']}/{s['seeds']}",
             "not reached" if s["median_steps_to_target"] is None else s["median_steps_to_target"],
             "not reached" if s["median_tokens_to_target"] is None else f"{s['median_tokens_to_target']:.0f}",
+            "not reached" if s["median_seconds_to_target"] is None else f"{s['median_seconds_to_target']:.1f}",
             f"{s['mean_final_pass@1']:.3f} +- {s['stdev_final_pass@1']:.3f}",
             s["mean_tokens_per_step"],
             s["median_train_seconds"],
@@ -289,7 +344,7 @@ def main(argv=None):
     print()
     print(
         format_table(
-            ["method", "reached", "steps to target", "tokens to target", f"pass@1 at step {args.steps}",
+            ["method", "reached", "steps to target", "tokens to target", "s to target", f"pass@1 at step {args.steps}",
              "tokens/step", "s/run"],
             rows,
         )
@@ -304,16 +359,9 @@ def main(argv=None):
     plot_path = Path(args.plot) if args.plot else (Path(args.out).with_suffix(".png") if args.out else None)
     if plot_path is not None:
         plot(runs, args.methods, plot_path)
-    payload = {
-        "benchmark": "sample_efficiency",
-        "settings": {key: value for key, value in vars(args).items() if key != "out"},
-        "model_path": model_path,
-        "machine": machine,
-        "summary": summary,
-        "runs": runs,
-    }
-    write_json(args.out, payload)
-    return payload
+    result = payload()
+    write_json(args.out, result)
+    return result
 
 
 if __name__ == "__main__":
