@@ -90,6 +90,9 @@ class DAPOTrainer(GRPOTrainer):
 
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
+    # Per-generation-batch state of dynamic sampling; None outside `_generate_and_score_completions`.
+    _dynamic_sampling_inputs: list[dict[str, Any]] | None = None
+    _assembled_rewards: torch.Tensor | None = None
 
     def __init__(self, *args, **kwargs):
         arguments = _GRPO_INIT_SIGNATURE.bind(self, *args, **kwargs)
@@ -129,8 +132,6 @@ class DAPOTrainer(GRPOTrainer):
         super().__init__(**arguments)
 
         self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
-        self._assembled_rewards: torch.Tensor | None = None
-        self._dynamic_sampling_inputs: list[dict[str, Any]] | None = None
         if self.args.dynamic_sampling and self.train_dataset is not None:
             self._setup_dynamic_sampling()
 
