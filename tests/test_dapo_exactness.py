@@ -494,7 +494,13 @@ def test_prompts_that_stay_uninformative_are_skipped_before_generation(tmp_path,
 
 def test_surplus_groups_are_carried_with_the_log_probs_of_the_policy_that_generated_them(tmp_path, tiny_model_dir):
     config = small_config(
-        tmp_path, max_steps=4, learning_rate=1e-2, soft_overlong_punishment=False, save_strategy="steps", save_steps=1
+        tmp_path,
+        max_steps=4,
+        learning_rate=1e-2,
+        soft_overlong_punishment=False,
+        save_strategy="steps",
+        save_steps=1,
+        dynamic_sampling_carry_max_staleness=1,
     )
     trainer = DAPOTrainer(
         tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(64)

@@ -105,6 +105,8 @@ def check_processes_stayed_in_step(ranks: list[dict]):
     assert ranks[0]["scored_rows"] == ranks[1]["scored_rows"]  # same rounds, same number of prompts per round
     assert len(ranks[0]["scored_rows"]) == sum(rounds)
     assert dynamic_sampling_metrics(history) == dynamic_sampling_metrics(ranks[1]["log_history"])
+    # The script turns on carried groups: process 0's surplus was carried and trained the next step.
+    assert sum(entry.get("dynamic_sampling/carried_groups", 0) for entry in history) > 0
     for key in ("loss", "reward", "num_tokens", "grad_norm"):
         logged = [[entry.get(key) for entry in report["log_history"]] for report in ranks]
         assert logged[0] == logged[1], f"gathered {key} differs between processes"

@@ -60,6 +60,9 @@ def config(max_steps: int, per_device_train_batch_size: int = 8) -> DAPOConfig:
         save_steps=2,
         save_only_model=False,
         soft_overlong_punishment=False,
+        # The optional parts of dynamic sampling too: every process must take the same decisions with them on.
+        dynamic_sampling_carry_max_staleness=1,
+        dynamic_sampling_max_skip_probability=0.9,
         seed=0,
     )
 
