@@ -89,15 +89,8 @@ INTENDED_DAPO: dict[str, str] = {
     ),
 }
 
-# Failures that need a trainer change (issue 10), in the variant(s) named.
-PENDING: dict[tuple[str, ...], dict[str, str]] = {
-    ("dapo",): {
-        # The punishment always returns a number, so no row is ever all-None and TRL's warning never fires.
-        "TestGRPOTrainer::test_warning_raised_all_rewards_none": "issue 10 item 0",
-        "TestGRPOTrainer::test_mismatched_reward_processing_classes_length": "issue 10 item 9",
-        "TestGRPOTrainer::test_no_reward_source_raises": "issue 10 item 9",
-    },
-}
+# Failures that need a trainer change, in the variant(s) named: none left (the issue 10 ones are fixed).
+PENDING: dict[tuple[str, ...], dict[str, str]] = {}
 
 # The CI subset: one or two tests per configuration family, with the additions off.
 CI_SUBSET_DAPO_OFF: tuple[str, ...] = (

@@ -54,6 +54,8 @@ from .scoring import (
 )
 
 logger = logging.get_logger(__name__)
+# TRL's GRPOTrainer logger: warnings that TRL would give in the same situation go where TRL users look for them.
+_TRL_LOGGER = logging.get_logger("trl.trainer.grpo_trainer")
 
 # Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
 DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
@@ -269,14 +271,26 @@ class DAPOTrainer(GRPOTrainer):
             return rewards_per_func
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         rewards_per_func, unjudged = mark_unjudged_completions(rewards_per_func, self._judging)
-        if unjudged.any() and not self._judging.all():
-            judging_names = [name for name, judging in zip(self.reward_func_names, self._judging.tolist()) if judging]
-            logger.warning(
-                f"All judging reward functions ({judging_names}) returned None for {int(unjudged.sum())} of "
-                f"{unjudged.numel()} completions: they are left out of the advantages (unscorable), whatever the "
-                "shaping rewards gave them. Check the reference column these rewards read."
-            )
+        if not self._judging.all():  # else TRL's own check has warned already
+            self._warn_unjudged(unjudged, inputs, prompts, completions)
         return rewards_per_func
+
+    def _warn_unjudged(self, unjudged: torch.Tensor, inputs, prompts, completions):
+        """TRL's warning for a completion no reward could judge, with the same wording (and logger), when only the
+        shaping rewards scored it."""
+        rows = len(prompts)
+        local = unjudged[self.accelerator.process_index * rows : (self.accelerator.process_index + 1) * rows]
+        if not local.any():
+            return
+        row = int(local.nonzero()[0][0])
+        row_kwargs = {key: value for key, value in inputs[row].items() if key not in ("prompt", "completion")}
+        row_kwargs.update(prompt=prompts[row], completion=completions[row])
+        shaping = [name for name, judging in zip(self.reward_func_names, self._judging.tolist()) if not judging]
+        _TRL_LOGGER.warning(
+            f"All reward functions returned None for the following kwargs:\n{row_kwargs}\nOnly shaping rewards "
+            f"({shaping}) scored it; {int(local.sum())} such completion(s) in this batch are left out of the "
+            "advantages. Please ensure that at least one reward function returns a valid reward."
+        )
 
     # ------------------------------------------------------------------------------------- dynamic sampling
 
