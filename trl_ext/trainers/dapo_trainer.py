@@ -86,8 +86,11 @@ class DAPOTrainer(GRPOTrainer):
     Metrics: TRL's `reward`, `reward_std`, `rewards/*` and `frac_reward_zero_std` describe the trained batch;
     `completions/*` describe every generated completion, weighted by sample. Per generation batch:
     `dynamic_sampling/generation_rounds`, `dynamic_sampling/prompts_sampled`, `dynamic_sampling/tokens_generated`,
-    `dynamic_sampling/groups_kept_fraction`, `dynamic_sampling/zero_std_fraction` (before filtering) and
-    `dynamic_sampling/rounds_exhausted`.
+    `dynamic_sampling/groups_kept_fraction`, `dynamic_sampling/zero_std_fraction` (before filtering),
+    `dynamic_sampling/rounds_exhausted` and `dynamic_sampling/backoff` (nothing informative: one plain round per
+    step); with the opt-ins, `dynamic_sampling/prompts_skipped` (prompt history) and
+    `dynamic_sampling/carried_groups`, `dynamic_sampling/carried_staleness`, `dynamic_sampling/carry_dropped`
+    (surplus groups carried to the next batch with the behaviour policy's log-probs).
     """
 
     _tag_names = ["trl", "dapo", "trl-ext"]
