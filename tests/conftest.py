@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 from pathlib import Path
@@ -54,6 +56,19 @@ def make_prompt_dataset(num_prompts: int = 16) -> Dataset:
     return Dataset.from_dict(
         {"prompt": [f"{i}+{i}=" for i in range(num_prompts)], "id": list(range(num_prompts))}
     )
+
+
+@contextlib.contextmanager
+def transformers_logs(caplog, level=logging.WARNING):
+    """Capture what transformers-style loggers (ours and TRL's) emit, which do not propagate by default."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level(level):
+            yield
+    finally:
+        hf_logging.disable_propagation()
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import re
 
 import pytest
 import torch
-from conftest import make_prompt_dataset, tiny_training_settings
-from transformers.utils import logging as hf_logging
+from conftest import make_prompt_dataset, tiny_training_settings, transformers_logs
 
 from trl_ext import DAPOConfig, DAPOTrainer, GSPOConfig
 from trl_ext.trainers import dapo_trainer
@@ -201,17 +200,13 @@ def test_a_continuous_reward_in_the_default_filter_warns_naming_the_setting(tmp_
     def cosine_scaled_reward(completions, **kwargs):
         return [len(c) / 10 for c in completions]
 
-    hf_logging.enable_propagation()
-    try:
-        with caplog.at_level(logging.WARNING):
-            DAPOTrainer(
-                tiny_model_dir,
-                reward_funcs=[constant_reward, cosine_scaled_reward],
-                args=small_config(tmp_path),
-                train_dataset=make_prompt_dataset(),
-            )
-    finally:
-        hf_logging.disable_propagation()
+    with transformers_logs(caplog):
+        DAPOTrainer(
+            tiny_model_dir,
+            reward_funcs=[constant_reward, cosine_scaled_reward],
+            args=small_config(tmp_path),
+            train_dataset=make_prompt_dataset(),
+        )
     assert "dynamic_sampling_filter_reward" in caplog.text and "cosine_scaled_reward" in caplog.text
 
 
@@ -223,12 +218,8 @@ def test_a_run_that_keeps_every_group_says_the_filter_does_not_filter(tmp_path, 
 
     config = small_config(tmp_path, max_steps=3)
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=always_varied, args=config, train_dataset=make_prompt_dataset())
-    hf_logging.enable_propagation()
-    try:
-        with caplog.at_level(logging.WARNING):
-            trainer.train()
-    finally:
-        hf_logging.disable_propagation()
+    with transformers_logs(caplog):
+        trainer.train()
     assert caplog.text.count("kept every prompt group for 2 generation batches") == 1
 
 
@@ -333,12 +324,8 @@ def test_resume_on_another_process_count_pools_the_keep_rates(tmp_path, tiny_mod
         args=small_config(tmp_path, max_steps=2),
         train_dataset=dataset,
     )
-    hf_logging.enable_propagation()
-    try:
-        with caplog.at_level(logging.INFO):
-            resumed.train(resume_from_checkpoint=str(checkpoint))
-    finally:
-        hf_logging.disable_propagation()
+    with transformers_logs(caplog, logging.INFO):
+        resumed.train(resume_from_checkpoint=str(checkpoint))
     assert "pooled" in caplog.text
     # The pooled window (4 of 8 groups informative) came first; the resumed step's rounds were added after it.
     assert resumed._keep_rates[0].state_dict()[0] == [4, 8]
@@ -435,12 +422,8 @@ def test_constant_rewards_back_off_to_one_plain_round_and_recover(tmp_path, tiny
         return output
 
     trainer._generate_and_score_completions = generate_then_switch
-    hf_logging.enable_propagation()
-    try:
-        with caplog.at_level(logging.WARNING):
-            trainer.train()
-    finally:
-        hf_logging.disable_propagation()
+    with transformers_logs(caplog):
+        trainer.train()
     rounds = metric_history(trainer, "dynamic_sampling/generation_rounds")
     backoff = metric_history(trainer, "dynamic_sampling/backoff")
     assert rounds[0] < config.dynamic_sampling_max_rounds  # it stopped over-sampling within the first step

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import re
 
 import pytest
 import torch
+from conftest import make_prompt_dataset, tiny_training_settings, transformers_logs
 from datasets import IterableDataset
-from transformers.utils import logging as hf_logging
 from trl import GRPOConfig
 
 from trl_ext import DAPOConfig, DAPOTrainer
 from trl_ext.sampling import filter_rewards, informative_group_mask
-
-from conftest import make_prompt_dataset, tiny_training_settings
 
 GROUP = 4
 
@@ -217,12 +214,8 @@ def test_exhausted_rounds_warn_log_a_metric_and_still_train(tmp_path, tiny_model
     config = small_config(tmp_path, max_steps=2, dynamic_sampling_max_rounds=2)
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
     batches = record_batches(trainer)
-    hf_logging.enable_propagation()
-    try:
-        with caplog.at_level(logging.WARNING):
-            trainer.train()
-    finally:
-        hf_logging.disable_propagation()
+    with transformers_logs(caplog):
+        trainer.train()
     assert "dynamic_sampling_max_rounds" in caplog.text
     assert metric_history(trainer, "dynamic_sampling/rounds_exhausted") == [1.0, 1.0]
     # After 34 groups without an informative one (2 rounds of the first step, 1 of the second), dynamic sampling
