@@ -96,6 +96,9 @@ def test_defaults_are_dapo_settings(tmp_path):
         ({"overlong_buffer_length": 9}, "overlong_buffer_length"),
         ({"overlong_buffer_length": 0}, "overlong_buffer_length"),
         ({"overlong_penalty_factor": -1.0}, "overlong_penalty_factor"),
+        ({"dynamic_sampling_max_skip_probability": 1.0}, "dynamic_sampling_max_skip_probability"),
+        ({"dynamic_sampling_carry_max_staleness": -1}, "dynamic_sampling_carry_max_staleness"),
+        ({"dynamic_sampling_carry_max_groups": -1}, "dynamic_sampling_carry_max_groups"),
     ],
 )
 def test_invalid_settings_fail_at_construction_naming_the_field(tmp_path, overrides, field):
