@@ -28,6 +28,12 @@ class Round:
     extra_logs: dict[str, list] = field(default_factory=dict)
 
 
+def is_per_row(field_value) -> bool:
+    """Whether a field of TRL's `_generate` output holds one value per row (None is absent; `extra_fields` is a dict;
+    tool images are an empty list when no tool ran)."""
+    return field_value is not None and not isinstance(field_value, dict) and len(field_value) > 0
+
+
 def group_rows(groups: torch.Tensor, group_size: int) -> torch.Tensor:
     """Row indices of the completions of `groups`, whose completions are stored contiguously."""
     return (groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
@@ -65,7 +71,7 @@ def carried_round(carried: list[CarriedGroup], device) -> Round:
     payloads = [group.payload for group in carried]
     fields = []
     for position, first in enumerate(payloads[0]["generation"]):
-        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
+        per_row = is_per_row(first)
         fields.append(
             [value for payload in payloads for value in payload["generation"][position]] if per_row else first
         )
@@ -99,8 +105,7 @@ def assemble(rounds: list[Round], fillers: list[torch.Tensor], group_size: int):
 
     fields = []
     for position, first in enumerate(rounds[0].generation):
-        # None: the field is absent; extra_fields (a dict) and an empty list of tool images are not per-row.
-        per_row = first is not None and not isinstance(first, dict) and len(first) > 0
+        per_row = is_per_row(first)
         fields.append(column(lambda held, position=position: held.generation[position]) if per_row else first)
     rewards = torch.stack([held.rewards[row] for held, row in picks])
     names = {name for held in rounds for name in held.extra_logs}  # a column a round lacks is None there

@@ -43,6 +43,7 @@ class RefillSampler:
         self.num_processes = num_processes
         self.process_index = process_index
         self.shuffle = shuffle
+        self._last_order: tuple[tuple, list[int]] | None = None  # rounds of one batch reuse its order
 
     def order(self, batch_key: int, batch_indices: Sequence[int], passes: int) -> list[int]:
         """The global draw order for a generation batch, at least `passes` passes over the dataset long."""
@@ -60,9 +61,15 @@ class RefillSampler:
 
     def take(self, batch_key: int, batch_indices: Sequence[int], start: int, count: int) -> list[int]:
         """Positions `start` to `start + count` of the batch's global draw order (over all processes)."""
-        passes = 1
-        while len(order := self.order(batch_key, batch_indices, passes)) < start + count:
-            passes += -(-(start + count - len(order)) // self.dataset_size)
+        key = (batch_key, tuple(batch_indices))
+        passes, order = 1, None
+        if self._last_order is not None and self._last_order[0][:2] == key:
+            passes, order = self._last_order[0][2], self._last_order[1]
+        while order is None or len(order) < start + count:
+            if order is not None:
+                passes += -(-(start + count - len(order)) // self.dataset_size)
+            order = self.order(batch_key, batch_indices, passes)
+        self._last_order = ((*key, passes), order)
         return order[start : start + count]
 
     def draw(self, batch_key: int, batch_indices: Sequence[int], drawn: int, num_prompts: int) -> list[int]:
