@@ -29,7 +29,7 @@ verl and ms-swift discard surplus groups, so those two schemes run with carrying
 
 Also reported: the rows that go through a log-probability forward outside the training forward (TRL's reference
 forward with `--beta > 0`, its old-policy forward when generation and updates are not aligned, and, with carrying,
-the behaviour-policy forwards over the surplus rows carried and over a batch holding carried groups), counted per
+the behaviour-policy forwards over the surplus rows carried), counted per
 step from the calls to `_get_per_token_logps_and_entropies` made while the batch is generated and scored; the
 carry forwards are also counted on their own. DAPOTrainer
 scores and filters every round before those forwards, so they see the trained batch only; a trainer that

@@ -6,12 +6,13 @@ warm-started on two-digit additions) and trains on `builtin:arithmetic` with the
 new tokens, temperature 1.0, the `exact_match` verifier). Each optimiser step trains on 64 completions for every
 method; the methods differ only in what their configs add:
 
-- **dapo**: `DAPOConfig` defaults: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling (filtering on
-  `exact_match`, surplus informative groups carried to the next batch, prompt history skipping prompts whose recent
-  groups were all right or all wrong), soft overlong punishment (buffer of 4 tokens, as in the default recipe);
-- **dapo-no-skip**: the same without the prompt history (`dynamic_sampling_max_skip_probability=0.0`);
+- **dapo**: `DAPOConfig` defaults: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling filtering on
+  `exact_match` with surplus informative groups carried to the next batch and used first, soft overlong
+  punishment (buffer of 4 tokens, as in the default recipe);
 - **dapo-no-carry**: the same with surplus groups discarded (`dynamic_sampling_carry_max_staleness=0`);
-- **dapo-no-carry-no-skip**: neither carry nor prompt history (both 0);
+- **dapo-history**: the defaults plus the prompt history, which skips prompts whose recent groups were all right
+  or all wrong (`dynamic_sampling_max_skip_probability=0.9`);
+- **dapo-no-carry-history**: the prompt history without carrying;
 - **grpo**: `GRPOConfig` with TRL's defaults (symmetric clip 0.2, TRL's default loss, no filtering, no shaping);
 - **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
   4 x 64 completions split into 4 optimiser steps.
@@ -60,12 +61,13 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
-METHODS = ("dapo", "dapo-no-skip", "dapo-no-carry", "dapo-no-carry-no-skip", "grpo", "gspo")
+METHODS = ("dapo", "dapo-no-carry", "dapo-history", "dapo-no-carry-history", "grpo", "gspo")
+# Each variant states both switches, so it means the same whatever DAPOConfig's defaults are.
 DAPO_VARIANTS = {
-    "dapo": {},
-    "dapo-no-skip": {"dynamic_sampling_max_skip_probability": 0.0},
-    "dapo-no-carry": {"dynamic_sampling_carry_max_staleness": 0},
-    "dapo-no-carry-no-skip": {"dynamic_sampling_max_skip_probability": 0.0, "dynamic_sampling_carry_max_staleness": 0},
+    "dapo": {"dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_max_skip_probability": 0.0},
+    "dapo-no-carry": {"dynamic_sampling_carry_max_staleness": 0, "dynamic_sampling_max_skip_probability": 0.0},
+    "dapo-history": {"dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_max_skip_probability": 0.9},
+    "dapo-no-carry-history": {"dynamic_sampling_carry_max_staleness": 0, "dynamic_sampling_max_skip_probability": 0.9},
 }
 
 
@@ -236,9 +238,9 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
 
     colours = {
         "dapo": "tab:blue",
-        "dapo-no-skip": "tab:purple",
-        "dapo-no-carry": "tab:cyan",
-        "dapo-no-carry-no-skip": "tab:brown",
+        "dapo-no-carry": "tab:purple",
+        "dapo-history": "tab:cyan",
+        "dapo-no-carry-history": "tab:brown",
         "grpo": "tab:orange",
         "gspo": "tab:green",
     }

@@ -520,7 +520,58 @@ def test_surplus_groups_are_carried_with_the_log_probs_of_the_policy_that_genera
     assert any((tmp_path / "out").glob("checkpoint-*/dynamic_sampling_carry_0.pt"))
 
 
+def test_fresh_rows_beside_carried_groups_take_their_old_log_probs_from_the_training_forward(
+    tmp_path, tiny_model_dir
+):
+    config = small_config(
+        tmp_path,
+        max_steps=4,
+        learning_rate=1e-2,
+        soft_overlong_punishment=False,
+        dynamic_sampling_carry_max_staleness=1,
+    )
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(64)
+    )
+    carried_in = []
+    add = trainer._carry.add
+    trainer._carry.add = lambda groups: carried_in.append(len(groups)) or add(groups)
+    no_grad_rows, training_logps, compared = [], [], []
+    forward = trainer._get_per_token_logps_and_entropies
+
+    def recording(model, input_ids, *args, **kwargs):
+        outputs = forward(model, input_ids, *args, **kwargs)
+        if torch.is_grad_enabled():
+            training_logps.append(outputs[0].detach())
+        else:
+            no_grad_rows.append(input_ids.size(0))
+        return outputs
+
+    compute = trainer._compute_loss
+
+    def checking(model, inputs):
+        loss = compute(model, inputs)
+        fresh = inputs.get(dapo_trainer.FRESH_OLD_LOGPS)
+        if fresh is not None:
+            compared.append(torch.equal(inputs["old_per_token_logps"][fresh], training_logps[-1][fresh]))
+        return loss
+
+    trainer._get_per_token_logps_and_entropies = recording
+    trainer._compute_loss = checking
+    trainer.train()
+    assert sum(metric_history(trainer, "dynamic_sampling/carried_groups")) > 0
+    # Batches holding carried groups: the fresh rows' old log-probs are the training forward's, bit for bit (TRL's
+    # own choice when it is given none), so their ratio is exactly 1.
+    assert compared and all(compared)
+    # The only forwards outside training are those recording the surplus groups' behaviour log-probs.
+    assert sum(no_grad_rows) == GROUP * sum(carried_in)
+
+
 def test_carry_with_vllm_importance_sampling_is_refused(tmp_path):
     with pytest.raises(ValueError, match="dynamic_sampling_carry_max_staleness=0"):
         small_config(tmp_path, use_vllm=True, dynamic_sampling_carry_max_staleness=1)
+    # Left at its default, carrying is off there and on elsewhere.
     assert small_config(tmp_path, use_vllm=True).dynamic_sampling_carry_max_staleness == 0
+    uncorrected = small_config(tmp_path, use_vllm=True, vllm_importance_sampling_correction=False)
+    assert uncorrected.dynamic_sampling_carry_max_staleness == 1
+    assert small_config(tmp_path).dynamic_sampling_carry_max_staleness == 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,10 @@ def launch(
         **environment,
     }
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    if result.returncode != 0:
+        # The cause of a crash (an abort message, a traceback) can be far from the launcher's summary at the end.
+        causes = [line for line in result.stderr.splitlines() if re.search(r"terminate|what\(\)|Error|abort", line)]
+        pytest.fail("\n".join(causes[-40:]) + "\n" + result.stdout[-2000:] + result.stderr[-4000:])
     reports = [json.loads(path.read_text()) for path in sorted(output_dir.glob("rank*.json"))]
     assert len(reports) == overrides["num_processes"]
     return reports, output_dir

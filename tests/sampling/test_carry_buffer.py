@@ -5,7 +5,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trl_ext.sampling.carry import CarriedGroup, CarryBuffer, staleness_stats, surplus_informative_groups
+from trl_ext.sampling.carry import (
+    CarriedGroup,
+    CarryBuffer,
+    first_round_plan,
+    staleness_stats,
+    surplus_informative_groups,
+)
 
 
 def group(generated_at: int, prompt_index: int = 0, payload=None, process_index: int = 0) -> CarriedGroup:
@@ -100,6 +106,29 @@ def test_surplus_informative_groups_are_the_informative_ones_after_the_kept():
     assert surplus_informative_groups(informative, needed=0, limit=1).tolist() == [0]
     assert surplus_informative_groups(informative, needed=9, limit=5).tolist() == []
     assert surplus_informative_groups(informative, needed=-1, limit=-1).tolist() == []
+
+
+def test_first_round_plan_generates_only_what_carried_groups_leave_open():
+    # 8 sampler prompts, 5 groups carried: a request of 4 uses the first 4 usable sampler prompts, no refill.
+    assert first_round_plan([True] * 8, size=4) == ([True] * 4 + [False] * 4, 0)
+    # Skipped or already-carried prompts are passed over; the next usable ones take their place.
+    assert first_round_plan([False, True, False, True, True, True], size=3) == (
+        [False, True, False, True, True, False],
+        0,
+    )
+    # A request beyond the usable prompts is completed with refills.
+    assert first_round_plan([True, False, True, False], size=5) == ([True, False, True, False], 3)
+    assert first_round_plan([], size=2) == ([], 2)
+
+
+@given(st.lists(st.booleans(), max_size=12), st.integers(0, 20))
+def test_first_round_plan_always_generates_exactly_the_request(usable, size):
+    used, refills = first_round_plan(usable, size)
+    assert sum(used) + refills == size and refills >= 0
+    assert all(ok for ok, use in zip(usable, used) if use)  # never a prompt that may not be generated
+    # the earliest usable prompts: no usable prompt is passed over for a later one
+    first_unused = next((i for i, (ok, use) in enumerate(zip(usable, used)) if ok and not use), len(usable))
+    assert not any(used[first_unused:])
 
 
 def test_staleness_stats():

@@ -178,3 +178,6 @@ resumed, resumed_sizes, _ = train(max_steps=3, resume=True)
         }
     )
 )
+# Leave together: a process that exits while another still holds gloo connections to it can abort at teardown.
+state.wait_for_everyone()
+state.destroy_process_group()

@@ -5,6 +5,7 @@ from .backoff import BackoffController, SamplingMode
 from .carry import (
     CarriedGroup,
     CarryBuffer,
+    first_round_plan,
     staleness_stats,
     surplus_informative_groups,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "SamplingMode",
     "draw_unskipped",
     "filter_rewards",
+    "first_round_plan",
     "group_outcomes",
     "groups_to_keep",
     "informative_group_mask",

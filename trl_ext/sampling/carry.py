@@ -150,6 +150,28 @@ def surplus_informative_groups(informative: torch.Tensor, needed: int, limit: in
     return indices[: max(limit, 0)]
 
 
+def first_round_plan(usable: list[bool], size: int) -> tuple[list[bool], int]:
+    """Which of a process's sampler prompts the batch's first round generates, and how many refills complete it.
+
+    Carried groups are used before fresh ones, so the first round only generates for what they leave open: `size`
+    prompts, which may be fewer than the sampler yielded. The sampler's usable prompts (not skipped, not already
+    carried) come first, in order; refills make up the rest.
+
+    Args:
+        usable: for each of the process's sampler prompts, whether it may be generated for.
+        size: prompts the first round generates on every process.
+
+    Returns:
+        `(used, refills)`: which sampler prompts are generated, and how many refill prompts to draw.
+    """
+    used, taken = [], 0
+    for ok in usable:
+        use = ok and taken < size
+        used.append(use)
+        taken += use
+    return used, size - taken
+
+
 def staleness_stats(groups: list[CarriedGroup], policy_version: int) -> tuple[float, int]:
     """Mean and maximum staleness of `groups` at `policy_version`; `(0.0, 0)` for no groups."""
     if not groups:

@@ -28,6 +28,7 @@ from ..sampling import (
     SamplingMode,
     draw_unskipped,
     filter_rewards,
+    first_round_plan,
     group_outcomes,
     groups_to_keep,
     informative_group_mask,
@@ -62,6 +63,8 @@ DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
 
 # Each process saves its carried groups in its own file of the checkpoint.
 CARRY_STATE_FILE = "dynamic_sampling_carry_{process}.pt"
+# Batch key: rows whose old log-probs come from the training forward (a batch holding carried groups).
+FRESH_OLD_LOGPS = "old_per_token_logps_from_training_forward"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
@@ -98,6 +101,9 @@ class DAPOTrainer(GRPOTrainer):
     # Per-generation-batch state of dynamic sampling; None outside `_generate_and_score_completions`.
     _dynamic_sampling_inputs: list[dict[str, Any]] | None = None
     _assembled_rewards: torch.Tensor | None = None
+    # `(old_per_token_logps, rows)` of the micro-batch being trained whose rows take their old log-probs from the
+    # training forward; set only while `_compute_loss` runs.
+    _old_logps_from_training_forward: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def __init__(self, *args, **kwargs):
         arguments = _GRPO_INIT_SIGNATURE.bind(self, *args, **kwargs)
@@ -311,7 +317,9 @@ class DAPOTrainer(GRPOTrainer):
             self._dynamic_sampling_inputs = None
             self._assembled_rewards = None
         if self._any_carried:
-            output["old_per_token_logps"] = self._with_behaviour_log_probs(output)
+            output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output)
+            if fresh_rows is not None:
+                output[FRESH_OLD_LOGPS] = fresh_rows
         if len(self._filler_rows):
             # Filler groups train on nothing: out of the loss, the KL and entropy terms, and the token normaliser.
             output["completion_mask"][self._filler_rows.to(output["completion_mask"].device)] = 0
@@ -343,8 +351,7 @@ class DAPOTrainer(GRPOTrainer):
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         groups_needed = len(inputs) // group_size
         max_prompts = max(groups_needed, int(groups_needed * self.args.dynamic_sampling_max_oversampling))
-        metrics = self._metrics["train"]
-        logged_before = {name: len(values) for name, values in metrics.items()}
+        logged_before = {name: len(values) for name, values in self._metrics["train"].items()}
         tokens_before = self.state.num_input_tokens_seen
 
         draw_key = self._refill_draw_key()
@@ -368,27 +375,16 @@ class DAPOTrainer(GRPOTrainer):
         backing_off = self._backoff.mode is SamplingMode.BACKOFF
         for round_index in range(self.args.dynamic_sampling_max_rounds):
             if round_index == 0:
-                # At least the sampler's own prompts are generated: what the batch does not need is carried.
-                extra = (
-                    0
-                    if backing_off
-                    else max(0, self._prompts_for(groups_needed - available, max_prompts) - groups_needed)
+                # Carried groups count first, so the first round generates only for what they leave open (one
+                # plain batch when backing off): the sampler's own prompts first, refills for the rest.
+                size = (
+                    groups_needed if backing_off else max(1, self._prompts_for(groups_needed - available, max_prompts))
                 )
-                # The sampler's own prompts may be skipped too; each process refills what it skipped.
-                # A prompt already carried over is not generated again in the same batch.
-                carried_set = {index for _, carried in gathered for index in carried}
-                history_skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
-                prompts_skipped += sum(sum(flags) for flags in history_skips)
-                skipped = [
-                    [skip or index in carried_set for index, skip in zip(indices, flags, strict=True)]
-                    for indices, flags in zip(indices_per_process, history_skips, strict=True)
-                ]
-                counts = [extra + sum(flags) for flags in skipped]
-                kept_batch = [
-                    [index for index, skip in zip(indices, flags, strict=True) if not skip]
-                    for indices, flags in zip(indices_per_process, skipped, strict=True)
-                ]
-                local_groups = [group for group, skip in enumerate(skipped[rank]) if not skip]
+                carried_prompts = {index for _, carried in gathered for index in carried}
+                counts, kept_batch, local_groups, skipped = self._plan_first_round(
+                    indices_per_process, carried_prompts, size, draw_key
+                )
+                prompts_skipped += skipped
                 own_rows = [group * group_size + offset for group in local_groups for offset in range(group_size)]
             else:
                 deficits = (groups_needed - available - kept_per_process).clamp(min=0)
@@ -417,9 +413,9 @@ class DAPOTrainer(GRPOTrainer):
             groups_sampled += informative.numel()
             informative_sampled += int(informative.sum())
 
-            deficit = groups_needed - int(kept_per_process[rank])
+            deficit = groups_needed - int(available[rank]) - int(kept_per_process[rank])  # what carried ones leave
             kept = groups_to_keep(informative[rank], deficit)
-            room = deficit - len(kept) - int(available[rank]) - sum(held.spare for held in rounds)
+            room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
             rows = group_rows(torch.cat([kept, spare]), group_size).tolist()
             local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
@@ -450,7 +446,7 @@ class DAPOTrainer(GRPOTrainer):
                     )
                     for group in surplus_informative_groups(informative[rank], deficit, self._carry.max_groups).tolist()
                 ]
-            kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - kept_per_process)
+            kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - available - kept_per_process)
             self._backoff.observe_round(int(informative.sum()), informative.numel())
             if bool((kept_per_process + available >= groups_needed).all()):
                 exhausted = False
@@ -461,11 +457,9 @@ class DAPOTrainer(GRPOTrainer):
             self._on_rounds_exhausted(len(rounds), int((kept_per_process + available).min()), groups_needed)
         backing_off = self._announce_backoff(was_backing_off=backing_off)
 
-        # Fresh groups first; carried groups fill what they lack. Then this batch's surplus is carried.
+        # The carried groups the batch counted on, then its fresh ones; this batch's surplus is carried on.
         rounds_run = len(rounds)
-        carried_used = min(max(groups_needed - int(kept_per_process[rank]), 0), int(available[rank]))
-        carried, _ = self._carry.take(carried_used, version)
-        staleness_sum = sum(group.staleness(version) for group in carried)
+        carried, _ = self._carry.take(int(available[rank]), version)
         if carried:
             rounds.insert(0, carried_round(carried, device=self.accelerator.device))
             self._carried_logps = [logps for group in carried for logps in group.payload["logps"]]
@@ -486,7 +480,69 @@ class DAPOTrainer(GRPOTrainer):
             self._pending_extra_logs[column].extend(values)
 
         lengths = zip(generation[0][:num_kept_rows], completion_lengths(generation)[:num_kept_rows], strict=True)
-        trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
+        self._log_batch_metrics(
+            logged_before,
+            rows_per_round,
+            tokens_before=tokens_before,
+            generated_tokens=generated_tokens,
+            trained_tokens=sum(len(prompt_ids) + length for prompt_ids, length in lengths),
+            rounds_run=rounds_run,
+            groups_sampled=groups_sampled,
+            informative_sampled=informative_sampled,
+            fresh_groups_kept=int(kept_per_process.sum()),
+            exhausted=exhausted,
+            backing_off=backing_off,
+            prompts_skipped=prompts_skipped,
+            carried=carried,
+            version=version,
+            carry_dropped=carry_dropped,
+        )
+        self._check_filter_filters(informative_sampled == groups_sampled)
+        return generation, batch_inputs, batch_prompts
+
+    def _plan_first_round(self, indices_per_process: list[list[int]], carried: set[int], size: int, draw_key: int):
+        """The first round's prompts on every process: `size` each, the sampler's own first, then refills.
+
+        The prompt history may skip sampler prompts, and a prompt already carried over is not generated again in
+        the same batch. Returns the refill count per process, the sampler prompts each process generates, the
+        positions of this process's ones in its sampler batch, and how many prompts the history skipped.
+        """
+        history_skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
+        plans = [
+            first_round_plan([not (skip or index in carried) for index, skip in zip(indices, flags, strict=True)], size)
+            for indices, flags in zip(indices_per_process, history_skips, strict=True)
+        ]
+        refills = [count for _, count in plans]
+        generated = [
+            [index for index, used in zip(indices, plan, strict=True) if used]
+            for indices, (plan, _) in zip(indices_per_process, plans, strict=True)
+        ]
+        own_groups = [group for group, used in enumerate(plans[self.accelerator.process_index][0]) if used]
+        return refills, generated, own_groups, sum(sum(flags) for flags in history_skips)
+
+    def _log_batch_metrics(
+        self,
+        logged_before: dict[str, int],
+        rows_per_round: list[int],
+        *,
+        tokens_before: int,
+        generated_tokens: int,
+        trained_tokens: int,
+        rounds_run: int,
+        groups_sampled: int,
+        informative_sampled: int,
+        fresh_groups_kept: int,
+        exhausted: bool,
+        backing_off: bool,
+        prompts_skipped: int,
+        carried: list[CarriedGroup],
+        version: int,
+        carry_dropped: int,
+    ):
+        """One entry per metric for the generation batch: TRL's per-round entries merged by sample, `num_tokens`
+        counting trained rows only, and the `dynamic_sampling/*` metrics (process-local counts summed)."""
+        metrics = self._metrics["train"]
+        staleness_sum = sum(group.staleness(version) for group in carried)
         counts = [generated_tokens, trained_tokens, len(carried), staleness_sum, carry_dropped]
         generated, trained, carried_groups, staleness_sum, carry_dropped = (
             self.accelerator.gather(torch.tensor(counts, device=self.accelerator.device).unsqueeze(0))
@@ -504,8 +560,8 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/generation_rounds"].append(float(rounds_run))
         metrics["dynamic_sampling/prompts_sampled"].append(float(groups_sampled))
         metrics["dynamic_sampling/tokens_generated"].append(float(generated))
-        # Informative groups that made it into the batch (fillers excluded), over all groups generated for.
-        metrics["dynamic_sampling/groups_kept_fraction"].append(int(kept_per_process.sum()) / groups_sampled)
+        # Fresh informative groups that made it into the batch (fillers excluded), over all groups generated for.
+        metrics["dynamic_sampling/groups_kept_fraction"].append(fresh_groups_kept / groups_sampled)
         metrics["dynamic_sampling/zero_std_fraction"].append(1.0 - informative_sampled / groups_sampled)
         metrics["dynamic_sampling/rounds_exhausted"].append(float(exhausted))
         metrics["dynamic_sampling/backoff"].append(float(backing_off))
@@ -513,8 +569,6 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/carried_groups"].append(float(carried_groups))
         metrics["dynamic_sampling/carried_staleness"].append(staleness_sum / carried_groups if carried_groups else 0.0)
         metrics["dynamic_sampling/carry_dropped"].append(float(carry_dropped))
-        self._check_filter_filters(informative_sampled == groups_sampled)
-        return generation, batch_inputs, batch_prompts
 
     def _surplus_group(
         self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version
@@ -589,21 +643,48 @@ class DAPOTrainer(GRPOTrainer):
             )
         return logps
 
-    def _with_behaviour_log_probs(self, output: dict[str, Any]) -> torch.Tensor:
-        """`old_per_token_logps` for a batch holding carried groups: theirs are those of the policy that generated
-        them, recorded then; the fresh rows' are the current policy's (which TRL computes itself only when
-        generation and updates are not aligned)."""
+    def _with_behaviour_log_probs(self, output: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """`old_per_token_logps` for a batch holding carried groups, and which rows still lack theirs.
+
+        The carried rows' are those of the policy that generated them, recorded then. The fresh rows' are the
+        current policy's: TRL computed them when generation and updates are not aligned; when they are aligned, TRL
+        takes them from the training forward (`per_token_logps.detach()`), and so do these rows, without a forward
+        of their own (see `_compute_loss`). Returns the tensor and, in the aligned case, the `(B,)` mask of fresh rows.
+        """
         old = output.get("old_per_token_logps")
+        fresh_rows = None
         if old is None:
-            old = self._policy_log_probs(
-                output["prompt_ids"], output["prompt_mask"], output["completion_ids"], output["completion_mask"]
-            )
-        old = old.clone()
+            completion_ids = output["completion_ids"]
+            old = torch.zeros(completion_ids.shape, dtype=torch.float32, device=completion_ids.device)
+            fresh_rows = torch.ones(old.size(0), dtype=torch.bool, device=old.device)
+            fresh_rows[: len(self._carried_logps)] = False
+        else:
+            old = old.clone()
         for row, logps in enumerate(self._carried_logps):
             width = min(len(logps), old.size(1))
             old[row] = 0.0
             old[row, :width] = logps[:width].to(old.device, old.dtype)
-        return old
+        return old, fresh_rows
+
+    def _compute_loss(self, model, inputs):
+        fresh_rows = inputs.get(FRESH_OLD_LOGPS)
+        if fresh_rows is None or not bool(fresh_rows.any()):
+            return super()._compute_loss(model, inputs)
+        self._old_logps_from_training_forward = (inputs["old_per_token_logps"], fresh_rows)
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._old_logps_from_training_forward = None
+
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        outputs = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        # The first forward of `_compute_loss` is the training forward: its log-probs, detached, are the fresh rows'
+        # old log-probs, exactly what TRL uses for every row when no `old_per_token_logps` is given.
+        pending, self._old_logps_from_training_forward = self._old_logps_from_training_forward, None
+        if pending is not None:
+            old, fresh_rows = pending
+            old[fresh_rows] = outputs[0].detach()[fresh_rows].to(old.dtype)
+        return outputs
 
     def _announce_backoff(self, was_backing_off: bool) -> bool:
         """Say when dynamic sampling starts or stops backing off (the first time as a warning). Returns the mode."""
