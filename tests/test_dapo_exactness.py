@@ -567,6 +567,23 @@ def test_fresh_rows_beside_carried_groups_take_their_old_log_probs_from_the_trai
     assert sum(no_grad_rows) == GROUP * sum(carried_in)
 
 
+def test_carried_groups_wait_for_the_next_rollout_when_it_feeds_several_updates(tmp_path, tiny_model_dir):
+    # A rollout of 2 batches feeds 2 updates: the next generation comes 2 policy versions later, and by default a
+    # carried group waits for it instead of expiring (a staleness bound of 1 would drop every carried group).
+    config = small_config(tmp_path, max_steps=6, steps_per_generation=2, soft_overlong_punishment=False)
+    assert config.dynamic_sampling_carry_max_staleness == 2
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=id_and_position_reward, args=config, train_dataset=make_prompt_dataset(64)
+    )
+    batches = record_batches(trainer)
+    trainer.train()
+    assert sum(metric_history(trainer, "dynamic_sampling/carried_groups")) > 0
+    assert sum(metric_history(trainer, "dynamic_sampling/carry_dropped")) == 0
+    assert all(s == 2 for s in metric_history(trainer, "dynamic_sampling/carried_staleness") if s)
+    # TRL computes every row's old log-probs here (a rollout feeds 2 updates); carried rows get their own.
+    assert all("old_per_token_logps" in batch and dapo_trainer.FRESH_OLD_LOGPS not in batch for batch in batches)
+
+
 def test_carry_with_vllm_importance_sampling_is_refused(tmp_path):
     with pytest.raises(ValueError, match="dynamic_sampling_carry_max_staleness=0"):
         small_config(tmp_path, use_vllm=True, dynamic_sampling_carry_max_staleness=1)

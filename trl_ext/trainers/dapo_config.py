@@ -61,9 +61,11 @@ class DAPOConfig(GRPOConfig):
             of being discarded, with the log-probabilities of the policy that generated them, so their importance
             ratio stays right; the next batch uses them first and generates only for what they leave open. A carried
             group is dropped once it lags the policy by more than this many optimiser updates. `None` (the default)
-            means 1, or 0 with vLLM importance-sampling correction, whose terms would need recomputing for carried
+            lets a group wait for the next generation batch: 1 update when every optimiser step generates,
+            `steps_per_generation * num_iterations / gradient_accumulation_steps` updates when a rollout feeds
+            several; 0 with vLLM importance-sampling correction, whose terms would need recomputing for carried
             rows (an explicit value above 0 is refused there). `0` discards surplus groups. On the built-in task
-            carrying (1) generated 24% fewer tokens per step and reached the accuracy target with 16% fewer tokens
+            carrying generated 24% fewer tokens per step and reached the accuracy target with 16% fewer tokens
             (`benchmarks/RESULTS.md`).
         dynamic_sampling_carry_max_groups (`int` or `None`, *optional*, defaults to `None`):
             Most groups carried per process; `None`: one per-process batch of groups.
@@ -138,8 +140,8 @@ class DAPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Carry surplus informative groups to the next generation batch, dropped once they lag the policy "
-            "by more than this many optimiser updates (0: discard them). None, the default: 1, or 0 with vLLM "
-            "importance-sampling correction."
+            "by more than this many optimiser updates (0: discard them). None, the default: until the next "
+            "generation batch (0 with vLLM importance-sampling correction)."
         },
     )
     dynamic_sampling_carry_max_groups: int | None = field(
@@ -169,6 +171,13 @@ class DAPOConfig(GRPOConfig):
         self._validate_dynamic_sampling()
         self._validate_overlong_shaping()
 
+    @property
+    def updates_per_generation(self) -> int:
+        """Optimiser updates between two generation batches (at least 1): TRL generates every
+        `steps_per_generation * num_iterations` micro-steps and updates every `gradient_accumulation_steps`."""
+        micro_steps = self.steps_per_generation * self.num_iterations
+        return max(1, -(-micro_steps // self.gradient_accumulation_steps))
+
     def _validate_dynamic_sampling(self):
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}.")
@@ -194,7 +203,7 @@ class DAPOConfig(GRPOConfig):
         per_process_batch = self.generation_batch_size // self.world_size
         vllm_correction = self.use_vllm and self.vllm_importance_sampling_correction
         if self.dynamic_sampling_carry_max_staleness is None:
-            self.dynamic_sampling_carry_max_staleness = 0 if vllm_correction else 1
+            self.dynamic_sampling_carry_max_staleness = 0 if vllm_correction else self.updates_per_generation
         if self.dynamic_sampling_carry_max_staleness < 0:
             raise ValueError(
                 "dynamic_sampling_carry_max_staleness must be at least 0 (0 discards surplus groups), got "
