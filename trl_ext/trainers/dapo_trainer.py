@@ -81,7 +81,9 @@ class DAPOTrainer(GRPOTrainer):
       variance are dropped and fresh prompts are generated until the batch holds only informative groups. Only then
       does TRL run its log-probability forwards (old policy, reference model) and compute advantages, on the kept
       rows alone. Every process takes the same decisions from gathered rewards and runs the same number of rounds.
-      The number of prompts per round adapts to the keep rate of recent rounds, so a typical step needs one round;
+      The number of prompts per round adapts to the keep rate of recent rounds, so a typical step needs one round.
+      Surplus informative groups are carried, with the behaviour policy's log-probs, to the next batch, which uses
+      them first and generates only for what they leave open;
     - **soft overlong punishment**, added as the reward function `soft_overlong_punishment`;
     - **"cannot judge" stays unscorable**: a completion that every judging reward scored `None` is left out of the
       advantages, whatever shaping rewards (length, repetition) add to it.
@@ -91,9 +93,8 @@ class DAPOTrainer(GRPOTrainer):
     `dynamic_sampling/generation_rounds`, `dynamic_sampling/prompts_sampled`, `dynamic_sampling/tokens_generated`,
     `dynamic_sampling/groups_kept_fraction`, `dynamic_sampling/zero_std_fraction` (before filtering),
     `dynamic_sampling/rounds_exhausted` and `dynamic_sampling/backoff` (nothing informative: one plain round per
-    step); with the opt-ins, `dynamic_sampling/prompts_skipped` (prompt history) and
-    `dynamic_sampling/carried_groups`, `dynamic_sampling/carried_staleness`, `dynamic_sampling/carry_dropped`
-    (surplus groups carried to the next batch with the behaviour policy's log-probs).
+    step), `dynamic_sampling/carried_groups`, `dynamic_sampling/carried_staleness`, `dynamic_sampling/carry_dropped`
+    (carried surplus groups), and `dynamic_sampling/prompts_skipped` (the opt-in prompt history).
     """
 
     _tag_names = ["trl", "dapo", "trl-ext"]
