@@ -520,13 +520,15 @@ def test_surplus_groups_are_carried_with_the_log_probs_of_the_policy_that_genera
     assert any((tmp_path / "out").glob("checkpoint-*/dynamic_sampling_carry_0.pt"))
 
 
+@pytest.mark.parametrize("accumulation", [1, 2])  # 2: TRL shuffles and splits the batch into micro-batches
 def test_fresh_rows_beside_carried_groups_take_their_old_log_probs_from_the_training_forward(
-    tmp_path, tiny_model_dir
+    tmp_path, tiny_model_dir, accumulation
 ):
     config = small_config(
         tmp_path,
         max_steps=4,
         learning_rate=1e-2,
+        gradient_accumulation_steps=accumulation,
         soft_overlong_punishment=False,
         dynamic_sampling_carry_max_staleness=1,
     )
