@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import torch
 from datasets import Dataset
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -103,3 +104,13 @@ def listener():
     server.listen(8)
     yield server.getsockname()[1]
     server.close()
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op thread for the test: tiny models gain nothing from a second one, and on a loaded machine its
+    synchronisation costs 10x or more."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -32,12 +32,8 @@ CITIES = ["Paris", "Lyon", "Nice", "Lille"]
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # A model this small gains nothing from a second intra-op thread, and loses a lot on a loaded machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_torch_thread(one_torch_thread):
+    """Every test here runs with one intra-op thread (see `one_torch_thread` in tests/conftest.py)."""
 
 
 def message_text(prompt_) -> str:

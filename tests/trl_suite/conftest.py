@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from .expectations import expectation_marks, in_ci_subset
 from .standins import build_standins
@@ -35,13 +34,8 @@ def _resolve_hub_ids_to_standins(trl_suite_standins, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _one_torch_thread():
-    # The stand-in models multiply 16-wide matrices: a second intra-op thread only adds synchronisation, which costs
-    # 10x or more on a loaded machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_torch_thread(one_torch_thread):
+    """Every test here runs with one intra-op thread (see `one_torch_thread` in tests/conftest.py)."""
 
 
 def _variant_and_test_id(item) -> tuple[str, str]:
