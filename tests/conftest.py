@@ -28,6 +28,12 @@ def pytest_addoption(parser):
         help="TRL's GRPO tests in tests/trl_suite: 'ci' runs a subset covering every configuration family, 'full' "
         "every test against TRL's GRPOTrainer and both DAPOTrainer variants.",
     )
+    parser.addoption(
+        "--trl-source",
+        default=None,
+        help="TRL source checkout whose tests/test_grpo_trainer.py tests/trl_suite runs (or TRL_EXT_TRL_SOURCE); "
+        "without one those tests are not collected.",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """Runs TRL's GRPO tests offline against the stand-ins, applying the expectations of `expectations.py`.
 
-`python -m pytest` runs the CI subset (`--trl-suite=ci`, the default); `--trl-suite=full` runs every test of every
-variant, TRL's own trainer included.
+The tests come from a TRL source checkout (`--trl-source PATH`, `TRL_EXT_TRL_SOURCE`, or `trl-source/` here); without
+one, nothing here is collected. `--trl-suite=ci` (the default) runs a subset covering every configuration family;
+`--trl-suite=full` runs every test of every variant, TRL's own trainer included.
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ from pathlib import Path
 
 import pytest
 
+from . import substitution
 from .expectations import expectation_marks, in_ci_subset
 from .standins import build_standins
 from .substitution import VARIANTS
 
-# The upstream file is executed by the `test_grpo_<variant>.py` modules, never collected on its own.
-collect_ignore = ["upstream"]
-
 _SUITE_DIR = Path(__file__).parent
+# A TRL checkout placed here is read by `substitution.py`, never collected on its own.
+collect_ignore = ["trl-source"]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The variant modules are collected only when a TRL source checkout is given."""
+    if collection_path.parent != _SUITE_DIR or not collection_path.name.startswith("test_grpo_"):
+        return None
+    substitution.trl_source = substitution.find_trl_source(config.getoption("--trl-source"))
+    return True if substitution.trl_source is None else None
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,9 @@
-"""Which trainer and config TRL's GRPO tests run against.
+"""Which trainer and config TRL's GRPO tests run against, and where those tests come from.
 
-The upstream test module (`upstream/test_grpo_trainer.py`) is executed once per variant, each time as its own
-module, and its names `GRPOTrainer` and `GRPOConfig` are bound to the variant's classes:
+TRL's `tests/test_grpo_trainer.py` is read from a TRL source checkout given by path (`--trl-source PATH`, or the
+environment variable `TRL_EXT_TRL_SOURCE`, or a checkout at `tests/trl_suite/trl-source/`, which git ignores); it
+is never part of this repository. The file is executed once per variant, each time as its own module, and its names
+`GRPOTrainer` and `GRPOConfig` are then bound to the variant's classes (the tests read them when they run):
 
 - `trl`: TRL's own `GRPOTrainer`/`GRPOConfig`, the baseline (what TRL passes on the installed versions);
 - `dapo_off`: `DAPOTrainer` with a `DAPOConfig` whose additions default to off (`dynamic_sampling=False`,
@@ -9,6 +11,7 @@ module, and its names `GRPOTrainer` and `GRPOConfig` are bound to the variant's 
 - `dapo`: `DAPOTrainer` with `DAPOConfig`'s own defaults (both additions on): the differences are listed, each
   with its reason, in `expectations.py`.
 
+The file's `from .testing_utils import ...` resolves to `testing_shim.py` (TRL's helpers, written for this machine).
 Test arguments override these defaults as usual (e.g. a test setting `loss_type` keeps it). On a machine without
 a bf16-capable device, every variant's config also defaults to `bf16=False` (fp32): `GRPOConfig` defaults to bf16
 mixed precision, which `TrainingArguments` refuses there.
@@ -17,7 +20,9 @@ mixed precision, which `TrainingArguments` refuses there.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +31,11 @@ from trl import GRPOConfig, GRPOTrainer
 
 from trl_ext import DAPOConfig, DAPOTrainer
 
-UPSTREAM_FILE = Path(__file__).parent / "upstream" / "test_grpo_trainer.py"
+from . import testing_shim
+
+SOURCE_ENV = "TRL_EXT_TRL_SOURCE"
+DEFAULT_SOURCE = Path(__file__).parent / "trl-source"
+TEST_FILE = Path("tests") / "test_grpo_trainer.py"
 
 
 @dataclass
@@ -63,27 +72,51 @@ VARIANTS: dict[str, tuple[type, type]] = {
     "dapo": (DAPOConfig if BF16_DEVICE_PRESENT else DAPOConfigFP32, DAPOTrainer),
 }
 
-# Module name of each loaded copy of the upstream tests -> its variant, read by the copy's import shim.
-_VARIANT_OF_MODULE: dict[str, str] = {}
+# Set by conftest.py before the variant modules are imported.
+trl_source: Path | None = None
 
 
-def config_and_trainer_for(module_name: str) -> tuple[type, type]:
-    """The `(GRPOConfig, GRPOTrainer)` pair the upstream copy named `module_name` is to test."""
-    return VARIANTS[_VARIANT_OF_MODULE[module_name]]
+def find_trl_source(option: str | None) -> Path | None:
+    """The TRL checkout to take the tests from: the option, else the environment variable, else the default folder.
+
+    Returns None when none is given and the default folder does not exist. A path that is given but holds no
+    `tests/test_grpo_trainer.py` is an error naming it.
+    """
+    given = option or os.environ.get(SOURCE_ENV)
+    if not given:
+        return DEFAULT_SOURCE if (DEFAULT_SOURCE / TEST_FILE).is_file() else None
+    source = Path(given).expanduser().resolve()
+    if not (source / TEST_FILE).is_file():
+        raise FileNotFoundError(
+            f"{source / TEST_FILE} does not exist: --trl-source / {SOURCE_ENV} must name a TRL source checkout "
+            "(git clone https://github.com/huggingface/trl)."
+        )
+    return source
 
 
-def variant_module_name(variant: str) -> str:
-    return f"{__package__}.upstream.test_grpo_trainer__{variant}"
+_PACKAGE = f"{__package__}.trl_tests"
+
+
+def _register_test_package() -> None:
+    """A package for the loaded copies whose `testing_utils` is our shim, so the file's relative import finds it."""
+    if _PACKAGE not in sys.modules:
+        package = types.ModuleType(_PACKAGE)
+        package.__path__ = []
+        sys.modules[_PACKAGE] = package
+        sys.modules[f"{_PACKAGE}.testing_utils"] = testing_shim
 
 
 def load_upstream_suite(variant: str) -> dict[str, type]:
-    """Execute the upstream tests for `variant`; returns their test classes, to be placed in a collected module."""
-    module_name = variant_module_name(variant)
+    """Execute TRL's GRPO tests for `variant`; returns their test classes, to be placed in a collected module."""
+    if trl_source is None:
+        raise RuntimeError(f"No TRL source checkout: pass --trl-source PATH or set {SOURCE_ENV}.")
+    module_name = f"{_PACKAGE}.test_grpo_trainer__{variant}"
     if module_name not in sys.modules:
-        _VARIANT_OF_MODULE[module_name] = variant
-        spec = importlib.util.spec_from_file_location(module_name, UPSTREAM_FILE)
+        _register_test_package()
+        spec = importlib.util.spec_from_file_location(module_name, trl_source / TEST_FILE)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
+        module.GRPOConfig, module.GRPOTrainer = VARIANTS[variant]
     module = sys.modules[module_name]
     return {name: value for name, value in vars(module).items() if name.startswith("Test") and isinstance(value, type)}
