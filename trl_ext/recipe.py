@@ -113,7 +113,9 @@ class RecipeArguments:
                     f"heldout_k={self.heldout_k!r} with heldout_samples={self.heldout_samples}: {error}"
                 ) from None
         if self.plot and importlib.util.find_spec("matplotlib") is None:
-            raise ValueError("plot: true needs matplotlib: pip install 'trl-ext[plot]', or set plot: false.")
+            raise ValueError(
+                "plot: true needs matplotlib (a dependency of trl-ext): pip install matplotlib, or set plot: false."
+            )
 
 
 def check_model_args(model_args, training_args) -> None:
