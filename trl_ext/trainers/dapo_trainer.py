@@ -40,12 +40,17 @@ from ..sampling import (
 )
 from ..sampling.assembly import (
     Round,
+    Rows,
     assemble,
+    carried_payload,
     carried_round,
     completion_lengths,
+    extra_per_row_fields,
     group_rows,
-    select_rows,
+    rollout_rows,
+    sampled_log_probs,
 )
+from ..sampling.environments import EnvironmentStandIn, free_instances, merge_instances
 from .dapo_config import DAPOConfig
 from .scoring import (
     TRL_CONTINUOUS_REWARD_NAMES,
@@ -68,6 +73,16 @@ FRESH_OLD_LOGPS = "old_per_token_logps_from_training_forward"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
+
+_ENVIRONMENT_STAND_IN = EnvironmentStandIn()
+
+
+class _RoundGenerated(Exception):
+    """Carries one round's generation out of TRL's `_generate_and_score_completions` (see `_generate_round`)."""
+
+    def __init__(self, generation: tuple, prompts: list):
+        super().__init__("generation round")
+        self.generation, self.prompts = generation, prompts
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -100,7 +115,8 @@ class DAPOTrainer(GRPOTrainer):
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
     # Per-generation-batch state of dynamic sampling; None outside `_generate_and_score_completions`.
-    _dynamic_sampling_inputs: list[dict[str, Any]] | None = None
+    _generating_round = False
+    _assembled_batch: Rows | None = None
     _assembled_rewards: torch.Tensor | None = None
     # `(old_per_token_logps, rows)` of the micro-batch being trained whose rows take their old log-probs from the
     # training forward; set only while `_compute_loss` runs.
@@ -157,7 +173,6 @@ class DAPOTrainer(GRPOTrainer):
             "`datasets.Dataset`)": isinstance(self.train_dataset, IterableDataset),
             "vision-language models": self._is_vlm,
             "`environment_factory` (environments are reset per dataset row)": self.environment_factories is not None,
-            "`rollout_func` (its extra fields are merged per generated batch)": self.rollout_func is not None,
         }
         for what, refused in refusals.items():
             if refused:
@@ -307,16 +322,23 @@ class DAPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
         if not (self.args.dynamic_sampling and self.model.training):
             return super()._generate_and_score_completions(inputs)
-        # TRL's method calls `_generate` once, before any log-probability forward: the override of `_generate`
-        # runs the generation rounds there, and TRL continues with the assembled batch.
-        self._dynamic_sampling_inputs = inputs
         self._filler_rows = torch.zeros(0, dtype=torch.long)
         self._carried_logps, self._any_carried = [], False
+        batch = self._generate_informative_batch(inputs)
+        # TRL scores the assembled batch: its `_generate` hands back the rows already generated, its
+        # `_calculate_rewards` the rewards already computed, and only then do the log-probability forwards run.
+        self._assembled_batch = batch
+        pool = self.environment_factories and self._environment_pool
+        if pool:  # the rows' environments were reset and played already: TRL resets stand-ins instead
+            self._environment_pool = {name: [_ENVIRONMENT_STAND_IN] * len(batch) for name in pool}
         try:
-            output = super()._generate_and_score_completions(inputs)
+            output = super()._generate_and_score_completions(batch.columns["inputs"])
         finally:
-            self._dynamic_sampling_inputs = None
-            self._assembled_rewards = None
+            self._assembled_batch = self._assembled_rewards = None
+            if pool:
+                self._environment_pool = pool
+        if pool:  # what reward functions saw: each kept row's own environment (none for carried rows)
+            self.environments = batch.columns["environments"]
         if self._any_carried:
             output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output)
             if fresh_rows is not None:
@@ -329,24 +351,70 @@ class DAPOTrainer(GRPOTrainer):
         return output
 
     def _generate(self, prompts: list):
-        inputs, self._dynamic_sampling_inputs = self._dynamic_sampling_inputs, None
-        if inputs is None:
+        if self._generating_round:  # stop TRL right after generating: see `_generate_round`
+            raise _RoundGenerated(super()._generate(prompts), prompts)
+        if self._assembled_batch is None:
             return super()._generate(prompts)
-        generation, assembled_inputs, assembled_prompts = self._generate_informative_batch(inputs, prompts)
-        # TRL goes on with the caller's lists: they must now describe the assembled batch.
-        inputs[:] = assembled_inputs
-        prompts[:] = assembled_prompts
-        return generation
+        prompts[:] = self._assembled_batch.columns["prompts"]  # as TRL prepared them in their own round
+        return self._assembled_batch.generation()
 
-    def _generate_informative_batch(self, inputs: list[dict[str, Any]], prompts: list):
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> tuple[tuple, list]:
+        """TRL's `_generate` output for `inputs`, and their prompts as TRL prepared them.
+
+        TRL prepares a batch before generating (an environment instance per row, reset with the row's fields, its
+        observation appended to the prompt; images put into the messages; per-row tool dicts): running its own
+        `_generate_and_score_completions` up to `_generate` makes every round exactly what TRL would generate for
+        these rows. `_generate` stops it there, before any log-probability forward.
+        """
+        self._generating_round = True
+        try:
+            super()._generate_and_score_completions(inputs)
+        except _RoundGenerated as generated:
+            return generated.generation, generated.prompts
+        finally:
+            self._generating_round = False
+        raise RuntimeError("TRL's _generate_and_score_completions returned without calling _generate.")
+
+    def _score_round(self, inputs: list[dict[str, Any]], held_environments: list) -> tuple[Rows, torch.Tensor]:
+        """Generate and score one round: its rows (with their local rewards) and the gathered `(N, F)` rewards.
+
+        Environments still needed by rows of earlier rounds are kept out of TRL's pool, so this round resets others.
+        """
+        pool = self.environment_factories and self._environment_pool
+        if pool:
+            self._environment_pool = free_instances(pool, held_environments)
+        try:
+            generation, prompts = self._generate_round(inputs)
+        finally:
+            if pool:
+                self._environment_pool = merge_instances(pool, self._environment_pool)
+        # Reward functions see a rollout function's extra fields as dataset columns, as TRL merges them.
+        for name, values in extra_per_row_fields(generation[5], len(inputs)).items():
+            for row, value in zip(inputs, values, strict=True):
+                row[name] = value
+        rewards_per_func = self._calculate_rewards(inputs, prompts, generation[3], generation[1])
+        extra_logs = dict(self._pending_extra_logs)
+        self._pending_extra_logs.clear()
+        rank = self.accelerator.process_index
+        rows = rollout_rows(
+            generation,
+            inputs=inputs,
+            prompts=prompts,
+            rewards=rewards_per_func[rank * len(inputs) : (rank + 1) * len(inputs)],
+            extra_logs=extra_logs,
+            environments=list(self.environments) if pool else None,
+        )
+        return rows, rewards_per_func
+
+    def _generate_informative_batch(self, inputs: list[dict[str, Any]]) -> Rows:
         """Generate and score rounds until every process holds `len(inputs) // G` informative groups.
 
         Decisions come from rewards gathered over all processes, so every process runs the same rounds with the
         same number of prompts (scoring holds collectives). A process that fills its quota early keeps generating
         with the others and discards the surplus.
 
-        Returns TRL's `_generate` output for the assembled batch, with its inputs and prompts; the batch's gathered
-        rewards wait in `self._assembled_rewards` for TRL's call to `_calculate_rewards`.
+        Returns the rows of the assembled batch; their gathered rewards wait in `self._assembled_rewards` for TRL's
+        call to `_calculate_rewards`.
         """
         group_size = self.num_generations
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
@@ -358,7 +426,7 @@ class DAPOTrainer(GRPOTrainer):
         draw_key = self._refill_draw_key()
         version = self.state.global_step  # the policy generating this batch, in optimiser updates
         carry_dropped = self._carry.expire(version)
-        local_indices = [self._prompt_indices.get(prompt_key(row["prompt"]), -1) for row in inputs[::group_size]]
+        local_indices = [self._prompt_indices.get(prompt_key(row.get("prompt")), -1) for row in inputs[::group_size]]
         carried_indices = [group.prompt_index for group in self._carry]
         gathered = gather_object([(local_indices, carried_indices)])
         indices_per_process = [indices for indices, _ in gathered]
@@ -370,6 +438,7 @@ class DAPOTrainer(GRPOTrainer):
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)  # fresh informative groups kept
         surplus: list[CarriedGroup] = []
         rounds: list[Round] = []
+        held_environments: list = []  # environments of the rows kept so far: later rounds must not reset them
         rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
         exhausted = True
@@ -393,17 +462,11 @@ class DAPOTrainer(GRPOTrainer):
                 kept_batch, own_rows = [[] for _ in range(num_processes)], []
             refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
             prompts_skipped += skipped_refills
-            refill = self._refill_inputs(refills[rank])
-            round_inputs = [inputs[row] for row in own_rows] + refill
-            round_prompts = [prompts[row] for row in own_rows] + [row["prompt"] for row in refill]
+            round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(refills[rank])
             round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
-            self._fit_tool_dicts(len(round_inputs))
-            generation = super()._generate(round_prompts)
-            rewards_per_func = self._calculate_rewards(round_inputs, round_prompts, generation[3], generation[1])
-            extra_logs = {column: values for column, values in self._pending_extra_logs.items()}
-            self._pending_extra_logs.clear()
+            round_rows, rewards_per_func = self._score_round(round_inputs, held_environments)
             rows_per_round.append(len(round_inputs) * num_processes)
-            generated_tokens += sum(completion_lengths(generation))
+            generated_tokens += sum(completion_lengths(round_rows.generation()))
 
             rewards = filter_rewards(rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
@@ -418,32 +481,17 @@ class DAPOTrainer(GRPOTrainer):
             kept = groups_to_keep(informative[rank], deficit)
             room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
-            rows = group_rows(torch.cat([kept, spare]), group_size).tolist()
-            local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
-            rounds.append(
-                Round(
-                    inputs=[round_inputs[row] for row in rows],
-                    prompts=[round_prompts[row] for row in rows],
-                    generation=select_rows(generation, rows),
-                    rewards=local[rows],
-                    kept=len(kept),
-                    spare=len(spare),
-                    extra_logs={column: [values[row] for row in rows] for column, values in extra_logs.items()},
-                )
-            )
+            selected = round_rows.select(group_rows(torch.cat([kept, spare]), group_size).tolist())
+            rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare)))
+            held_environments += selected.columns["environments"] or []
             if self._carry.max_staleness > 0:
                 first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
                 surplus += [
-                    self._surplus_group(
-                        generation,
-                        round_inputs,
-                        round_prompts,
-                        local,
-                        extra_logs,
-                        group,
-                        group_size,
-                        round_indices[first_group + group],
-                        version,
+                    CarriedGroup(
+                        {"rows": carried_payload(round_rows.select(group_rows(torch.tensor([group]), group_size)))},
+                        generated_at=version,
+                        prompt_index=round_indices[first_group + group],
+                        process_index=rank,
                     )
                     for group in surplus_informative_groups(informative[rank], deficit, self._carry.max_groups).tolist()
                 ]
@@ -462,7 +510,7 @@ class DAPOTrainer(GRPOTrainer):
         rounds_run = len(rounds)
         carried, _ = self._carry.take(int(available[rank]), version)
         if carried:
-            rounds.insert(0, carried_round(carried, device=self.accelerator.device))
+            rounds.insert(0, carried_round(carried))
             self._carried_logps = [logps for group in carried for logps in group.payload["logps"]]
         self._any_carried = bool(
             self.accelerator.gather(torch.tensor([len(carried)], device=self.accelerator.device)).sum()
@@ -470,16 +518,16 @@ class DAPOTrainer(GRPOTrainer):
         carry_dropped += self._carry_surplus(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
-        generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = assemble(
-            rounds, fillers, group_size
-        )
-        self._filler_rows = torch.arange(num_kept_rows, len(batch_inputs))
+        batch, num_kept_rows = assemble(rounds, fillers, group_size)
+        self._filler_rows = torch.arange(num_kept_rows, len(batch))
         # Fillers are unscorable: zero advantage, and out of the baseline, the batch scale and the logged rewards.
+        batch_rewards = torch.stack([row.to(self.accelerator.device) for row in batch.columns["rewards"]])
         batch_rewards[num_kept_rows:] = float("nan")
         self._assembled_rewards = self.accelerator.gather(batch_rewards)
-        for column, values in extra_logs.items():
+        for column, values in batch.extra_logs().items():
             self._pending_extra_logs[column].extend(values)
 
+        generation = batch.generation()
         lengths = zip(generation[0][:num_kept_rows], completion_lengths(generation)[:num_kept_rows], strict=True)
         self._log_batch_metrics(
             logged_before,
@@ -499,7 +547,7 @@ class DAPOTrainer(GRPOTrainer):
             carry_dropped=carry_dropped,
         )
         self._check_filter_filters(informative_sampled == groups_sampled)
-        return generation, batch_inputs, batch_prompts
+        return batch
 
     def _plan_first_round(self, indices_per_process: list[list[int]], carried: set[int], size: int, draw_key: int):
         """The first round's prompts on every process: `size` each, the sampler's own first, then refills.
@@ -571,33 +619,25 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/carried_staleness"].append(staleness_sum / carried_groups if carried_groups else 0.0)
         metrics["dynamic_sampling/carry_dropped"].append(float(carry_dropped))
 
-    def _surplus_group(
-        self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version
-    ):
-        """A surplus informative group of this round, ready to carry (its behaviour log-probs come later)."""
-        rows = group_rows(torch.tensor([group]), group_size).tolist()
-        payload = {
-            "generation": list(select_rows(generation, rows)),
-            "inputs": [inputs[row] for row in rows],
-            "prompts": [prompts[row] for row in rows],
-            "rewards": rewards[rows].cpu(),
-            "extra_logs": {column: [values[row] for row in rows] for column, values in extra_logs.items()},
-        }
-        return CarriedGroup(
-            payload, generated_at=version, prompt_index=prompt_index, process_index=self.accelerator.process_index
-        )
-
     def _carry_surplus(self, surplus: list[CarriedGroup]) -> int:
         """Record the log-probs of the policy that generated the surplus groups, then carry them. Returns how many
-        groups the buffer dropped to stay within its size."""
-        rows = [
-            (prompt_ids, completion_ids)
-            for group in surplus
-            for prompt_ids, completion_ids in zip(
-                group.payload["generation"][0], group.payload["generation"][1], strict=True
-            )
-        ]
-        logps = self._log_probs_of_rows(rows)
+        groups the buffer dropped to stay within its size.
+
+        Where the generation backend returned the sampled tokens' log-probs (a `rollout_func`, vLLM), those are the
+        behaviour policy's, as TRL takes them for its importance-sampling correction; other rows take one no-grad
+        forward of the current policy, which generated them.
+        """
+        rows = [(group, row) for group in surplus for row in range(self.num_generations)]
+        logps = [sampled_log_probs(group.payload["rows"], row) for group, row in rows]
+        missing = [position for position, values in enumerate(logps) if values is None]
+        forwarded = self._log_probs_of_rows(
+            [
+                (group.payload["rows"]["prompt_ids"][row], group.payload["rows"]["completion_ids"][row])
+                for group, row in (rows[position] for position in missing)
+            ]
+        )
+        for position, values in zip(missing, forwarded, strict=True):
+            logps[position] = values
         for position, group in enumerate(surplus):
             group.payload["logps"] = logps[position * self.num_generations : (position + 1) * self.num_generations]
         return self._carry.add(surplus)
@@ -705,12 +745,6 @@ class DAPOTrainer(GRPOTrainer):
         elif was_backing_off and not backing_off:
             logger.info(f"Dynamic sampling over-samples again at step {self.state.global_step}.")
         return backing_off
-
-    def _fit_tool_dicts(self, num_rows: int):
-        """TRL builds one tool dict per row of the batch; a round may hold more or fewer rows (same tools)."""
-        if self.tools and getattr(self, "_sync_tool_dicts", None):
-            self._sync_tool_dicts = [self._sync_tool_dicts[0]] * num_rows
-            self._async_tool_dicts = [self._async_tool_dicts[0]] * num_rows
 
     def _check_filter_filters(self, all_informative: bool):
         self._always_informative_batches = self._always_informative_batches + 1 if all_informative else 0
