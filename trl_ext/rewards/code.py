@@ -346,5 +346,19 @@ class CodeReward(Reward):
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
             reports = executor.map(lambda job: self._evaluate(job[1], job[2], job[3]), jobs)
             for (index, *_), report in zip(jobs, reports):
-                scores[index] = self._score(report)
+                scores[index] = self._score_row(index, report)
         return scores
+
+    def _score_row(self, index: int, report: CodeTestReport) -> float | None:
+        if report.ran_no_check:
+            # Fail closed: a test that checks nothing would pass any program.
+            which = [i for i, outcome in enumerate(report.outcomes) if outcome.status == "no_check"]
+            _warn_once(
+                f"row {index} of the batch (column {self.tests_column!r}): test(s) {which} ran no check (no "
+                "assert ran, no check(...) call, no unittest test method, no output compared), so they would "
+                "pass any program. Such rows score None (cannot judge). Fix the column: make each test assert "
+                "something about the program (call `check(<function>)` after defining it, run the unittest "
+                "TestCase, or give stdin/stdout pairs), or pass tests_format=... naming the dataset's format."
+            )
+            return None
+        return self._score(report)

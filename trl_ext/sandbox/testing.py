@@ -87,12 +87,79 @@ class CodeTest:
     expected: Any = None
     operator: str = "=="
     literal_first: bool = False
+    # stdio tests: how this test's output is compared (None: the caller's `output_match`), its tolerances.
+    output_match: str | None = None
+    rel_tol: float | None = None
+    abs_tol: float | None = None
 
     def plan(self) -> dict:
-        """What the sandbox harness receives: never the expected value."""
+        """What the sandbox harness receives: never the expected value. Statement tests go in instrumented
+        (see `instrument_checks`), with the modules they import, which the harness loads before the solution."""
         if self.kind == "stdio":
             return {"kind": "stdio", "stdin": self.stdin}
+        if self.kind == "statement":
+            source, imports = _instrumented(self.source)
+            return {"kind": "statement", "source": source, "imports": list(imports)}
         return {"kind": self.kind, "source": self.source}
+
+
+# Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
+CHECK_FUNCTION = "__trl_ext_check__"
+COMPARE_FUNCTION = "__trl_ext_compare__"
+TRUTH_FUNCTION = "__trl_ext_truth__"
+_COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                    ast.In: "in", ast.NotIn: "not in"}
+
+
+class _CheckInstrumenter(ast.NodeTransformer):
+    """`assert <test>, <message>` becomes `if not <test'>: raise AssertionError(<message>)` followed by a call
+    that counts one check; in `<test'>` comparisons and truth tests go through the harness's plain-data
+    comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing."""
+
+    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        self.generic_visit(node)
+        failure = ast.Raise(
+            exc=ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg is not None else [], []),
+            cause=None,
+        )
+        statements: list[ast.stmt] = [ast.If(ast.UnaryOp(ast.Not(), _guarded(node.test)), [failure], [])]
+        if _literal(node.test) is _NOT_LITERAL:
+            statements.append(ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], [])))
+        return [ast.copy_location(statement, node) for statement in statements]
+
+
+def _guarded(test: ast.expr) -> ast.expr:
+    if isinstance(test, ast.BoolOp):
+        return ast.BoolOp(test.op, [_guarded(value) for value in test.values])
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.UnaryOp(ast.Not(), _guarded(test.operand))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE_SYMBOLS:
+        return ast.Call(
+            ast.Name(COMPARE_FUNCTION, ast.Load()),
+            [test.left, ast.Constant(_COMPARE_SYMBOLS[type(test.ops[0])]), test.comparators[0]],
+            [],
+        )
+    if isinstance(test, ast.Compare):  # `is`, `is not`, chained comparisons: as written
+        return test
+    return ast.Call(ast.Name(TRUTH_FUNCTION, ast.Load()), [test], [])
+
+
+def instrument_checks(source: str) -> str:
+    """A test statement rewritten so that the sandbox can tell how many checks ran (see `_CheckInstrumenter`)."""
+    return _instrumented(source)[0]
+
+
+@lru_cache(maxsize=4096)
+def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
+    tree = ast.parse(source)
+    imports = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imports.add(node.module)
+    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
+    return ast.unparse(tree), tuple(sorted(imports))
 
 
 def _literal(node: ast.AST) -> Any:
@@ -186,6 +253,12 @@ def _decode(node: Any) -> Any:
     raise ValueError(f"not an encoded value: {str(node)[:80]}")
 
 
+NO_CHECK_DETAIL = (
+    "the test returned without running any check (no assert ran, no assertion method was called): it cannot "
+    "tell a right program from a wrong one"
+)
+
+
 @dataclass(frozen=True)
 class TestOutcome:
     """Verdict on one test: `status` is "passed" or why it failed ("wrong_value", "wrong_output",
@@ -210,6 +283,11 @@ class CodeTestReport:
     compile: Mapping[str, Any] | None = None
 
     @property
+    def ran_no_check(self) -> bool:
+        """Some test returned without running a check: the tests, not the program, are at fault."""
+        return any(outcome.status == "no_check" for outcome in self.outcomes)
+
+    @property
     def fraction_passed(self) -> float:
         return sum(outcome.passed for outcome in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
 
@@ -231,6 +309,8 @@ def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) 
         return TestOutcome(passed, "passed" if passed else "wrong_value", "" if passed else repr(actual)[:200])
     if test.kind == "statement" and status == "passed":
         return TestOutcome(True, "passed")
+    if test.kind == "statement" and status == "no_check":
+        return TestOutcome(False, "no_check", NO_CHECK_DETAIL)
     if test.kind == "stdio" and status == "output":
         stdout = str(record.get("stdout", ""))
         passed = outputs_match(stdout, test.expected, output_match)
