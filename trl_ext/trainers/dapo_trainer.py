@@ -172,7 +172,6 @@ class DAPOTrainer(GRPOTrainer):
             "an IterableDataset as train_dataset (refill prompts are drawn by index; pass a map-style "
             "`datasets.Dataset`)": isinstance(self.train_dataset, IterableDataset),
             "vision-language models": self._is_vlm,
-            "`environment_factory` (environments are reset per dataset row)": self.environment_factories is not None,
         }
         for what, refused in refusals.items():
             if refused:
@@ -188,7 +187,9 @@ class DAPOTrainer(GRPOTrainer):
             process_index=self.accelerator.process_index,
             shuffle=self.args.shuffle_dataset,
         )
-        self._prompt_indices = prompt_index(self.train_dataset["prompt"])
+        # A dataset of an environment that owns its data may hold no prompts: its rows are then not told apart.
+        prompts = self.train_dataset["prompt"] if "prompt" in self.train_dataset.column_names else []
+        self._prompt_indices = prompt_index(prompts)
         self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
         self._backoff = BackoffController.from_config(
             self.args.dynamic_sampling_max_oversampling, self.args.dynamic_sampling_max_rounds
