@@ -18,7 +18,7 @@ from .dynamic_sampling import (
     spare_groups_to_fill,
 )
 from .prompt_history import Outcome, PromptHistory, group_outcomes
-from .refill import RefillSampler, draw_unskipped, prompt_index, prompt_key
+from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
 
 __all__ = [
     "BackoffController",
@@ -29,6 +29,7 @@ __all__ = [
     "PromptHistory",
     "RefillSampler",
     "SamplingMode",
+    "StreamRefillSampler",
     "draw_unskipped",
     "filter_rewards",
     "first_round_plan",

@@ -26,6 +26,7 @@ from ..sampling import (
     PromptHistory,
     RefillSampler,
     SamplingMode,
+    StreamRefillSampler,
     draw_unskipped,
     filter_rewards,
     first_round_plan,
@@ -65,6 +66,9 @@ _TRL_LOGGER = logging.get_logger("trl.trainer.grpo_trainer")
 
 # Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
 DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
+
+# Refill candidates a stream's prompt history may skip in a row before it must take them.
+STREAM_SKIP_PATIENCE = 10_000
 
 # Each process saves its carried groups in its own file of the checkpoint.
 CARRY_STATE_FILE = "dynamic_sampling_carry_{process}.pt"
@@ -168,28 +172,29 @@ class DAPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------------------------------------ set-up
 
     def _setup_dynamic_sampling(self):
-        refusals = {
-            "an IterableDataset as train_dataset (refill prompts are drawn by index; pass a map-style "
-            "`datasets.Dataset`)": isinstance(self.train_dataset, IterableDataset),
-            "vision-language models": self._is_vlm,
-        }
-        for what, refused in refusals.items():
-            if refused:
-                raise ValueError(
-                    f"Dynamic sampling does not support {what}. Set `dynamic_sampling=False` in DAPOConfig to train "
-                    "without it."
-                )
+        if self._is_vlm:
+            raise ValueError(
+                "Dynamic sampling does not support vision-language models. Set `dynamic_sampling=False` in DAPOConfig "
+                "to train without it."
+            )
         self._filter_mask, self._filter_weights = self._resolve_filter_reward()
-        self._refill_sampler = RefillSampler(
-            dataset_size=len(self.train_dataset),
-            seed=self.args.seed,
-            num_processes=self.accelerator.num_processes,
-            process_index=self.accelerator.process_index,
-            shuffle=self.args.shuffle_dataset,
-        )
-        # A dataset of an environment that owns its data may hold no prompts: its rows are then not told apart.
-        prompts = self.train_dataset["prompt"] if "prompt" in self.train_dataset.column_names else []
-        self._prompt_indices = prompt_index(prompts)
+        dataset = self.train_dataset
+        if isinstance(dataset, IterableDataset):  # a stream: refills come from it, prompts are their own identity
+            self._refill_sampler = StreamRefillSampler(dataset, seed=self.args.seed, shuffle=self.args.shuffle_dataset)
+            self._prompt_identity, self._refill_row = prompt_key, self._refill_sampler.row
+            self._skip_patience = STREAM_SKIP_PATIENCE
+        else:
+            self._refill_sampler = RefillSampler(
+                dataset_size=len(dataset),
+                seed=self.args.seed,
+                num_processes=self.accelerator.num_processes,
+                process_index=self.accelerator.process_index,
+                shuffle=self.args.shuffle_dataset,
+            )
+            # A dataset of an environment that owns its data may hold no prompts: its rows are then not told apart.
+            indices = prompt_index(dataset["prompt"] if "prompt" in dataset.column_names else [])
+            self._prompt_identity = lambda prompt: indices.get(prompt_key(prompt), -1)
+            self._refill_row, self._skip_patience = dataset.__getitem__, len(dataset)
         self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
         self._backoff = BackoffController.from_config(
             self.args.dynamic_sampling_max_oversampling, self.args.dynamic_sampling_max_rounds
@@ -259,6 +264,7 @@ class DAPOTrainer(GRPOTrainer):
                 "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
                 "backoff": self._backoff.state_dict(),
                 "prompt_history": self._prompt_history.state_dict() if self._prompt_history else None,
+                "refill_stream": getattr(self._refill_sampler, "state_dict", dict)(),
             }
             with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
                 json.dump(state, file)
@@ -278,6 +284,8 @@ class DAPOTrainer(GRPOTrainer):
             logger.info("Carried groups are not resumed on another number of processes: they are generated afresh.")
         if "backoff" in state:
             self._backoff.load_state_dict(state["backoff"])
+        if state.get("refill_stream") and isinstance(self._refill_sampler, StreamRefillSampler):
+            self._refill_sampler.load_state_dict(state["refill_stream"])
         if self._prompt_history is not None and state.get("prompt_history"):
             self._prompt_history.load_state_dict(state["prompt_history"])
         if len(windows) != len(self._keep_rates):
@@ -427,7 +435,7 @@ class DAPOTrainer(GRPOTrainer):
         draw_key = self._refill_draw_key()
         version = self.state.global_step  # the policy generating this batch, in optimiser updates
         carry_dropped = self._carry.expire(version)
-        local_indices = [self._prompt_indices.get(prompt_key(row.get("prompt")), -1) for row in inputs[::group_size]]
+        local_indices = [self._prompt_identity(row.get("prompt")) for row in inputs[::group_size]]
         carried_indices = [group.prompt_index for group in self._carry]
         gathered = gather_object([(local_indices, carried_indices)])
         indices_per_process = [indices for indices, _ in gathered]
@@ -801,14 +809,14 @@ class DAPOTrainer(GRPOTrainer):
             should_skip=lambda indices: self._skip_prompts(indices, draw_key, round_index),
             start=cursor,
             count=sum(counts),
-            patience=len(self.train_dataset),
+            patience=self._skip_patience,
         )
         starts = [sum(counts[:process]) for process in range(len(counts))]
         return [chosen[start : start + count] for start, count in zip(starts, counts, strict=True)], cursor, skipped
 
     def _refill_inputs(self, indices: list[int]) -> list[dict[str, Any]]:
         """The training rows of `indices`, each repeated once per generation."""
-        rows = [self.train_dataset[index] for index in indices]
+        rows = [self._refill_row(index) for index in indices]
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
 
