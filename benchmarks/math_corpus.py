@@ -13,6 +13,11 @@ Two parts:
   sets, matrices, percentages, scientific notation, degrees, text), each with right and wrong completions.
   Reported: recall (right completions accepted) and false-positive rate (wrong completions accepted), and the
   wrong completions a verifier accepts that plain math-verify rejects.
+- `tests/data/math_corpus/answer_forms.json` (written for this project): right answers whose form differs from
+  the reference's, in six classes (labelled or structured forms, a renamed variable or integer parameter, units
+  and angles, precision, text and options, inequalities and set-builder notation), each reference with
+  near-miss wrong twins; some rows carry the question (listed options, a requested rounding or order).
+  Reported: recall and false positives by class.
 
 The three verifiers: `math` (`verify_math_answer`, what the registered reward runs in its workers); plain
 math-verify as open-r1 calls it (parse the reference with `LatexExtractionConfig()`, the completion with
@@ -49,6 +54,7 @@ if str(_REPO_ROOT) not in sys.path:
 
 CORPUS_DIR = _REPO_ROOT / "tests" / "data" / "math_corpus"
 ANSWER_FORMATS = CORPUS_DIR / "answer_formats.json"
+ANSWER_FORMS = CORPUS_DIR / "answer_forms.json"
 
 # The equivalence tests of Math-Verify's suite (the other files test extraction configs and timeouts).
 MATH_VERIFY_TEST_FILES = (
@@ -300,13 +306,33 @@ def load_answer_formats() -> list[dict]:
     return rows
 
 
-def math_reward_verdict(reference: str, completion: str) -> bool | None:
+def load_answer_forms() -> list[dict]:
+    """`(reference, completion, right)` rows of the answer-forms corpus, with each row's class, form and question
+    (None where the row has none)."""
+    rows = []
+    for entry in json.loads(ANSWER_FORMS.read_text())["references"]:
+        for key, right in (("right", True), ("wrong", False)):
+            for completion in entry[key]:
+                rows.append(
+                    {
+                        "reference": entry["reference"],
+                        "question": entry.get("question"),
+                        "completion": completion,
+                        "right": right,
+                        "category": entry["class"],
+                        "form": entry["form"],
+                    }
+                )
+    return rows
+
+
+def math_reward_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     from trl_ext.rewards.math_equivalence import verify_math_answer
 
-    return verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
+    return verify_math_answer(reference, completion, question=question, parsing_timeout=5, verify_timeout=5)
 
 
-def plain_math_verify_verdict(reference: str, completion: str) -> bool | None:
+def plain_math_verify_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     """math-verify as open-r1's `accuracy_reward` calls it; None where the reference does not parse."""
     from latex2sympy2_extended import NormalizationConfig
     from math_verify import LatexExtractionConfig, parse, verify
@@ -333,11 +359,25 @@ def plain_math_verify_verdict(reference: str, completion: str) -> bool | None:
         return False
 
 
-def trl_accuracy_verdict(reference: str, completion: str) -> bool | None:
+def trl_accuracy_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     from trl.rewards import accuracy_reward
 
     (score,) = accuracy_reward([[{"role": "assistant", "content": completion}]], [reference])
     return None if score is None else score > 0
+
+
+def plain_math_verify_wrapped_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
+    """Plain math-verify with a bare reference put in `$...$`, so it parses (the fairer baseline on references
+    written without delimiters, as most of the answer-forms corpus is)."""
+    wrapped = reference if "$" in reference or "\\boxed" in reference else f"${reference}$"
+    return plain_math_verify_verdict(wrapped, completion)
+
+
+def row_verdicts(rows: list[dict], verdict: Callable[..., bool | None]) -> list[bool | None]:
+    """`verdict` on each row; `math` also gets the row's question (the other verifiers take none)."""
+    if verdict is math_reward_verdict:
+        return [verdict(row["reference"], row["completion"], row.get("question")) for row in rows]
+    return [verdict(row["reference"], row["completion"]) for row in rows]
 
 
 VERIFIERS: dict[str, Callable[[str, str], bool | None]] = {
@@ -423,6 +463,57 @@ def format_scores(rows: list[dict], verdicts: list[bool | None], plain: list[boo
     }
 
 
+def answer_forms_scores(rows: list[dict], verdicts: list[bool | None]) -> dict:
+    """Recall and false positives over the answer-forms rows, in all and by class, and the misses."""
+
+    def scores(selected: list[int]) -> dict:
+        right = [verdicts[i] is True for i in selected if rows[i]["right"]]
+        wrong = [verdicts[i] is True for i in selected if not rows[i]["right"]]
+        return {"right": len(right), "wrong": len(wrong), "recall": sum(right) / len(right), "false_positives": sum(wrong)}
+
+    classes = sorted({row["category"] for row in rows})
+    return {
+        "all": scores(list(range(len(rows)))),
+        "by_class": {name: scores([i for i, row in enumerate(rows) if row["category"] == name]) for name in classes},
+        "right_rejected": [
+            {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
+            for row, verdict in zip(rows, verdicts)
+            if row["right"] and verdict is not True
+        ],
+        "wrong_accepted": [
+            {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
+            for row, verdict in zip(rows, verdicts)
+            if not row["right"] and verdict is True
+        ],
+    }
+
+
+def answer_forms_report(format_table: Callable) -> dict:
+    """The answer-forms corpus through every verifier, printed as one table by class."""
+    rows = load_answer_forms()
+    verifiers = {**VERIFIERS, "plain math-verify, reference in $…$": plain_math_verify_wrapped_verdict}
+    results = {name: answer_forms_scores(rows, row_verdicts(rows, verdict)) for name, verdict in verifiers.items()}
+    ours = results["math (trl_ext)"]
+    print(f"\nanswer forms: {len(rows)} completions for {len({(r['reference'], r['question']) for r in rows})} "
+          f"references ({ours['all']['right']} right, {ours['all']['wrong']} wrong); recall / wrong accepted:\n")
+    print(format_table(
+        ["class", "right", "wrong", *verifiers],
+        [[name, ours["by_class"][name]["right"], ours["by_class"][name]["wrong"],
+          *(f"{results[v]['by_class'][name]['recall']:.1%} / {results[v]['by_class'][name]['false_positives']}"
+            for v in verifiers)] for name in ours["by_class"]]
+        + [["all", ours["all"]["right"], ours["all"]["wrong"],
+            *(f"{results[v]['all']['recall']:.1%} / {results[v]['all']['false_positives']}" for v in verifiers)]],
+    ))  # fmt: skip
+    for miss in ours["right_rejected"]:
+        print(f"  `math` rejects [{miss['class']}] {miss['reference']!r}  <-  {miss['completion'][-80:]!r}")
+    for accepted in ours["wrong_accepted"]:
+        print(f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  {accepted['completion'][-80:]!r}")
+    for name, scores in results.items():  # the completions themselves only where `math` misses
+        if name != "math (trl_ext)":
+            scores["right_rejected"], scores["wrong_accepted"] = len(scores["right_rejected"]), len(scores["wrong_accepted"])
+    return {"completions": len(rows), **results}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -494,6 +585,8 @@ def main(argv: list[str] | None = None) -> dict:
     if suite["math (trl_ext)"]["disagreements"]:
         print("\n`math` disagrees with Math-Verify's suite on:", ", ".join(suite["math (trl_ext)"]["disagreements"]))
 
+    forms = answer_forms_report(format_table)
+
     summary = {
         "benchmark": "math_corpus",
         "math_verify_cases": len(cases),
@@ -502,6 +595,7 @@ def main(argv: list[str] | None = None) -> dict:
         "answer_format_completions": len(rows),
         **results,
         "recall_by_category": {c: {n: per_category[c][n]["recall"] for n in VERIFIERS} for c in categories},
+        "answer_forms": forms,
         "machine": machine_info(),
     }
     write_json(args.out, summary)
