@@ -177,3 +177,34 @@ def sampled_log_probs(columns: dict[str, list | None], row: int) -> torch.Tensor
         return None
     logps = torch.tensor(values, dtype=torch.float32)
     return logps if bool(torch.isfinite(logps).all()) else None
+
+
+# A PIL image in a carried row, as `torch.load(..., weights_only=True)` can read it back.
+_IMAGE_KEY = "__pil_image__"
+
+
+def images_as_tensors(value):
+    """`value` with every PIL image (in nested lists, tuples and dicts) replaced by its pixels as a uint8 tensor."""
+    from PIL import Image
+
+    if isinstance(value, Image.Image):
+        pixels = torch.frombuffer(bytearray(value.tobytes()), dtype=torch.uint8)
+        return {_IMAGE_KEY: pixels, "mode": value.mode, "size": list(value.size)}
+    if isinstance(value, dict):
+        return {key: images_as_tensors(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(images_as_tensors(item) for item in value)
+    return value
+
+
+def images_from_tensors(value):
+    """The inverse of `images_as_tensors`."""
+    from PIL import Image
+
+    if isinstance(value, dict):
+        if _IMAGE_KEY in value:
+            return Image.frombytes(value["mode"], tuple(value["size"]), value[_IMAGE_KEY].numpy().tobytes())
+        return {key: images_from_tensors(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(images_from_tensors(item) for item in value)
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
@@ -28,14 +29,15 @@ from ..sampling import (
     SamplingMode,
     StreamRefillSampler,
     draw_unskipped,
+    filter_reward_mask,
     filter_rewards,
-    first_round_plan,
+    first_round_plans,
     group_outcomes,
     groups_to_keep,
     informative_group_mask,
     prompt_index,
     prompt_key,
-    prompts_to_request,
+    prompts_for_processes,
     spare_groups_to_fill,
     surplus_informative_groups,
 )
@@ -48,10 +50,12 @@ from ..sampling.assembly import (
     completion_lengths,
     extra_per_row_fields,
     group_rows,
+    images_as_tensors,
+    images_from_tensors,
     rollout_rows,
     sampled_log_probs,
 )
-from ..sampling.environments import EnvironmentStandIn, free_instances, merge_instances
+from ..sampling.environments import free_instances, lent_pool, stand_ins
 from .dapo_config import DAPOConfig
 from .scoring import (
     TRL_CONTINUOUS_REWARD_NAMES,
@@ -77,9 +81,6 @@ FRESH_OLD_LOGPS = "old_per_token_logps_from_training_forward"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
-
-_ENVIRONMENT_STAND_IN = EnvironmentStandIn()
-
 
 class _RoundGenerated(Exception):
     """Carries one round's generation out of TRL's `_generate_and_score_completions` (see `_generate_round`)."""
@@ -172,11 +173,6 @@ class DAPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------------------------------------ set-up
 
     def _setup_dynamic_sampling(self):
-        if self._is_vlm:
-            raise ValueError(
-                "Dynamic sampling does not support vision-language models. Set `dynamic_sampling=False` in DAPOConfig "
-                "to train without it."
-            )
         self._filter_mask, self._filter_weights = self._resolve_filter_reward()
         dataset = self.train_dataset
         if isinstance(dataset, IterableDataset):  # a stream: refills come from it, prompts are their own identity
@@ -215,25 +211,13 @@ class DAPOTrainer(GRPOTrainer):
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Which reward functions decide informativeness, and with what weights."""
-        names = self.reward_func_names
-        wanted = self.args.dynamic_sampling_filter_reward
+        names, wanted = self.reward_func_names, self.args.dynamic_sampling_filter_reward
+        used = filter_reward_mask(names, self._judging.tolist(), wanted)
         if wanted is not None:
-            if wanted not in names:
-                raise ValueError(
-                    f"dynamic_sampling_filter_reward={wanted!r} is not one of the trainer's reward functions: "
-                    f"{names}. Use one of these names, or None for the weighted sum of all of them."
-                )
-            used = torch.tensor([name == wanted for name in names])
-            return used, torch.ones(len(names))
-        used = self._judging.clone()
-        if not used.any():
-            raise ValueError(
-                "Dynamic sampling needs a reward that judges answers, but the only reward functions are shaping "
-                f"penalties ({names}). Add a verifier reward, or set `dynamic_sampling=False` in DAPOConfig."
-            )
+            return torch.tensor(used), torch.ones(len(names))
         continuous = [
             name
-            for name, func, judging in zip(names, self.reward_funcs, used.tolist(), strict=True)
+            for name, func, judging in zip(names, self.reward_funcs, used, strict=True)
             if judging
             and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
         ]
@@ -244,7 +228,7 @@ class DAPOTrainer(GRPOTrainer):
                 "Set `dynamic_sampling_filter_reward` to the name of a verifier reward (one of "
                 f"{[name for name in names if name not in continuous]}) to filter on right/wrong outcomes."
             )
-        return used, self.reward_weights
+        return torch.tensor(used), self.reward_weights
 
     # --------------------------------------------------------------------------------------------- checkpoints
 
@@ -258,7 +242,7 @@ class DAPOTrainer(GRPOTrainer):
         if len(self._carry):  # every process saves its own carried groups
             os.makedirs(checkpoint, exist_ok=True)
             carry_file = CARRY_STATE_FILE.format(process=self.accelerator.process_index)
-            torch.save(self._carry.state_dict(), os.path.join(checkpoint, carry_file))
+            torch.save(images_as_tensors(self._carry.state_dict()), os.path.join(checkpoint, carry_file))
         if self.args.should_save:
             state = {
                 "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
@@ -279,7 +263,7 @@ class DAPOTrainer(GRPOTrainer):
         windows = state["keep_rate_windows"]
         carry_path = os.path.join(checkpoint, CARRY_STATE_FILE.format(process=self.accelerator.process_index))
         if len(windows) == len(self._keep_rates) and os.path.exists(carry_path):
-            self._carry.load_state_dict(torch.load(carry_path, weights_only=True))
+            self._carry.load_state_dict(images_from_tensors(torch.load(carry_path, weights_only=True)))
         elif len(windows) != len(self._keep_rates):
             logger.info("Carried groups are not resumed on another number of processes: they are generated afresh.")
         if "backoff" in state:
@@ -337,16 +321,12 @@ class DAPOTrainer(GRPOTrainer):
         # TRL scores the assembled batch: its `_generate` hands back the rows already generated, its
         # `_calculate_rewards` the rewards already computed, and only then do the log-probability forwards run.
         self._assembled_batch = batch
-        pool = self.environment_factories and self._environment_pool
-        if pool:  # the rows' environments were reset and played already: TRL resets stand-ins instead
-            self._environment_pool = {name: [_ENVIRONMENT_STAND_IN] * len(batch) for name in pool}
-        try:
-            output = super()._generate_and_score_completions(batch.columns["inputs"])
+        try:  # the rows' environments were reset and played already: TRL resets stand-ins instead
+            with self._environments_lent(lambda pool: stand_ins(pool, len(batch))):
+                output = super()._generate_and_score_completions(batch.columns["inputs"])
         finally:
             self._assembled_batch = self._assembled_rewards = None
-            if pool:
-                self._environment_pool = pool
-        if pool:  # what reward functions saw: each kept row's own environment (none for carried rows)
+        if self.environment_factories:  # what reward functions saw: each kept row's own (none for carried rows)
             self.environments = batch.columns["environments"]
         if self._any_carried:
             output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output)
@@ -366,6 +346,10 @@ class DAPOTrainer(GRPOTrainer):
             return super()._generate(prompts)
         prompts[:] = self._assembled_batch.columns["prompts"]  # as TRL prepared them in their own round
         return self._assembled_batch.generation()
+
+    def _environments_lent(self, lend):
+        """While the context runs, TRL draws environments from `lend(pool)`; see `trl_ext.sampling.environments`."""
+        return lent_pool(self, lend) if self.environment_factories else contextlib.nullcontext()
 
     def _generate_round(self, inputs: list[dict[str, Any]]) -> tuple[tuple, list]:
         """TRL's `_generate` output for `inputs`, and their prompts as TRL prepared them.
@@ -389,14 +373,8 @@ class DAPOTrainer(GRPOTrainer):
 
         Environments still needed by rows of earlier rounds are kept out of TRL's pool, so this round resets others.
         """
-        pool = self.environment_factories and self._environment_pool
-        if pool:
-            self._environment_pool = free_instances(pool, held_environments)
-        try:
+        with self._environments_lent(lambda pool: free_instances(pool, held_environments)):
             generation, prompts = self._generate_round(inputs)
-        finally:
-            if pool:
-                self._environment_pool = merge_instances(pool, self._environment_pool)
         # Reward functions see a rollout function's extra fields as dataset columns, as TRL merges them.
         for name, values in extra_per_row_fields(generation[5], len(inputs)).items():
             for row, value in zip(inputs, values, strict=True):
@@ -411,7 +389,7 @@ class DAPOTrainer(GRPOTrainer):
             prompts=prompts,
             rewards=rewards_per_func[rank * len(inputs) : (rank + 1) * len(inputs)],
             extra_logs=extra_logs,
-            environments=list(self.environments) if pool else None,
+            environments=list(self.environments) if self.environment_factories else None,
         )
         return rows, rewards_per_func
 
@@ -460,10 +438,10 @@ class DAPOTrainer(GRPOTrainer):
                     groups_needed if backing_off else max(1, self._prompts_for(groups_needed - available, max_prompts))
                 )
                 carried_prompts = {index for _, carried in gathered for index in carried}
-                counts, kept_batch, local_groups, skipped = self._plan_first_round(
-                    indices_per_process, carried_prompts, size, draw_key
-                )
-                prompts_skipped += skipped
+                skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
+                counts, kept_batch, local_groups = first_round_plans(indices_per_process, skips, carried_prompts, size)
+                local_groups = local_groups[rank]
+                prompts_skipped += sum(map(sum, skips))
                 own_rows = [group * group_size + offset for group in local_groups for offset in range(group_size)]
             else:
                 deficits = (groups_needed - available - kept_per_process).clamp(min=0)
@@ -557,26 +535,6 @@ class DAPOTrainer(GRPOTrainer):
         )
         self._check_filter_filters(informative_sampled == groups_sampled)
         return batch
-
-    def _plan_first_round(self, indices_per_process: list[list[int]], carried: set[int], size: int, draw_key: int):
-        """The first round's prompts on every process: `size` each, the sampler's own first, then refills.
-
-        The prompt history may skip sampler prompts, and a prompt already carried over is not generated again in
-        the same batch. Returns the refill count per process, the sampler prompts each process generates, the
-        positions of this process's ones in its sampler batch, and how many prompts the history skipped.
-        """
-        history_skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
-        plans = [
-            first_round_plan([not (skip or index in carried) for index, skip in zip(indices, flags, strict=True)], size)
-            for indices, flags in zip(indices_per_process, history_skips, strict=True)
-        ]
-        refills = [count for _, count in plans]
-        generated = [
-            [index for index, used in zip(indices, plan, strict=True) if used]
-            for indices, (plan, _) in zip(indices_per_process, plans, strict=True)
-        ]
-        own_groups = [group for group, used in enumerate(plans[self.accelerator.process_index][0]) if used]
-        return refills, generated, own_groups, sum(sum(flags) for flags in history_skips)
 
     def _log_batch_metrics(
         self,
@@ -766,24 +724,9 @@ class DAPOTrainer(GRPOTrainer):
             )
 
     def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
-        """Prompts per process for the next round: enough for the process that needs most, given its keep rate.
-
-        Keep rates are tracked per process (processes may see very different ones), and each process aims at
-        the confidence that makes all of them succeed together with probability `dynamic_sampling_confidence`.
-        """
-        per_process_confidence = self.args.dynamic_sampling_confidence ** (1 / len(deficits))
-        requests = []
-        for deficit, estimator in zip(deficits.tolist(), self._keep_rates, strict=True):
-            keep_rate = estimator.estimate()
-            requests.append(
-                prompts_to_request(
-                    deficit,
-                    keep_rate=1.0 if keep_rate is None else keep_rate,
-                    confidence=per_process_confidence,
-                    max_prompts=max_prompts,
-                )
-            )
-        return max(requests)
+        """Prompts per process for the next round (see `prompts_for_processes`)."""
+        rates = [estimator.estimate() for estimator in self._keep_rates]
+        return prompts_for_processes(deficits.tolist(), rates, self.args.dynamic_sampling_confidence, max_prompts)
 
     def _refill_draw_key(self) -> int:
         """Identifies this generation batch: unique even when several are generated within one optimiser step
