@@ -31,13 +31,19 @@ CPP_SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std:
 CPP_SQUARE_TESTS = [{"input": "3\n", "output": "9\n"}]
 # A HumanEval-style test: a `check` function with asserts, then the call that runs it.
 CHECK_SQUARE_TEST = ["def check(candidate):\n    assert candidate(3) == 9\n    assert candidate(-2) == 4\n\ncheck(square)\n"]
+# BigCodeBench-style unittest tests: each test method is one test, run by unittest in the sandbox.
+UNITTEST_SQUARE_TEST = [
+    "import unittest\nclass TestCases(unittest.TestCase):\n    def test_small(self):\n"
+    "        self.assertEqual(square(3), 9)\n    def test_negative(self):\n        self.assertEqual(square(-2), 4)\n"
+]
 # Tests that run no check at all: whatever the program, they must never pass (they score None, "cannot judge").
 LAZY_TESTS = {
     "check defined, never called": ["def check(candidate):\n    assert candidate(3) == 9\n"],
-    "unittest TestCase defined, never run": [
-        "import unittest\nclass TestCases(unittest.TestCase):\n    def test_square(self):\n"
-        "        self.assertEqual(square(3), 9)\n"
+    "unittest TestCase without test methods": [
+        "import unittest\nclass TestCases(unittest.TestCase):\n    def helper(self):\n"
+        "        self.assertEqual(square(3), 9)\nsquare(3)\n"
     ],
+    "pytest-style file without test functions": ["from solution import square\n\ndef helper():\n    assert square(3) == 9\n"],
     "only calls the function": ["square(3)"],
     "assert on constants only": ["assert True\nsquare(3)"],
     "loop over an empty list": ["for x in []:\n    assert square(x) == x * x"],
@@ -207,6 +213,23 @@ def python_cases(port: int) -> dict[str, tuple[str, list]]:
             "def square(x):\n    return 0\n",
             ["from solution import square\nimport math\nassert math.isclose(square(3), 9)\n"
              "assert square(3) == 9"],
+        ),
+        "patch unittest": (
+            "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n"
+            "unittest.TestCase.assertEqual = lambda self, *args, **kwargs: None\n"
+            "unittest.TestResult.wasSuccessful = lambda self: True\n"
+            "unittest.TestSuite.run = lambda self, result, debug=False: result\n"
+            "def square(x):\n    return 0\n",
+            UNITTEST_SQUARE_TEST,
+        ),
+        "replace the unittest module and delete the test's modules": (
+            "import sys, types\nfake = types.ModuleType('unittest')\n"
+            "class TestCase:\n    def __init__(self, name='run'):\n        pass\n"
+            "    def __getattr__(self, name):\n        return lambda *args, **kwargs: None\n"
+            "fake.TestCase = TestCase\nsys.modules['unittest'] = fake\n"
+            "for name in [n for n in sys.modules if n.startswith(('unittest.', 'solution'))]:\n    del sys.modules[name]\n"
+            "def square(x):\n    return 0\n",
+            UNITTEST_SQUARE_TEST,
         ),
         "read environment secrets": (
             f"import os\ndef leak():\n    found = os.environ.get('{SECRET_VARIABLE}', '')\n"

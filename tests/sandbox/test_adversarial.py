@@ -12,6 +12,7 @@ from adversarial import (
     ADD,
     CHECK_SQUARE_TEST,
     LAZY_TESTS,
+    UNITTEST_SQUARE_TEST,
     CPP_SUM,
     SECRET,
     SECRET_VARIABLE,
@@ -113,6 +114,7 @@ def test_the_table_can_fail(python_reward, cpp_reward, listener):
     assert python_reward.evaluate(fenced(ADD), ["assert add(2, 2) == 4"]).fraction_passed == 1.0
     square = fenced("def square(x):\n    return x * x\n")
     assert python_reward.evaluate(square, CHECK_SQUARE_TEST).fraction_passed == 1.0
+    assert python_reward.evaluate(square, UNITTEST_SQUARE_TEST).fraction_passed == 1.0
     replaced = python_cases(0)["replace modules, AssertionError and the solution module"][1]
     assert python_reward.evaluate(square, replaced).fraction_passed == 1.0
     assert python_reward.evaluate(square, ["assert square(3) == 9\nsquare(3)"]).fraction_passed == 1.0

@@ -381,11 +381,8 @@ def _from_tests_column(value: Any, row: Mapping[str, Any]) -> RowTests:
             source = textwrap_dedent(text)
             return RowTests([assert_test(ast.get_source_segment(source, node)) for node in tree.body])
         kind = _test_code_kind(textwrap_dedent(text))
-        if kind == "unittest":
-            return RowTests(unittest_tests(textwrap_dedent(text)))
-        if kind == "pytest":
-            return RowTests(pytest_tests(textwrap_dedent(text)))
-        return RowTests([CodeTest("statement", textwrap_dedent(text))])
+        expanded = {"unittest": unittest_tests, "pytest": pytest_tests}.get(kind, lambda _: [])(textwrap_dedent(text))
+        return RowTests(expanded or [CodeTest("statement", textwrap_dedent(text))])
     if isinstance(value, Mapping):
         if "functional" in value:  # rllm's LeetCode rows: test code that calls `check(...)` itself
             return RowTests([CodeTest("statement", _text(value["functional"]))], prelude=LIVECODEBENCH_HEADER)
@@ -400,10 +397,19 @@ def _from_tests_column(value: Any, row: Mapping[str, Any]) -> RowTests:
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         items = list(value)
         if all(isinstance(item, str) for item in items):
-            try:
-                return RowTests([assert_test(item) for item in items])
-            except SyntaxError as error:
-                raise TestsFormatError(f"a test statement does not parse ({error.msg})") from None
+            tests = []
+            for item in items:
+                kind = _test_code_kind(textwrap_dedent(item))
+                if kind in ("unittest", "pytest"):  # a test file among the statements: one test per test method
+                    expanded = (unittest_tests if kind == "unittest" else pytest_tests)(textwrap_dedent(item))
+                    if expanded:
+                        tests += expanded
+                        continue
+                try:
+                    tests.append(assert_test(item))
+                except SyntaxError as error:
+                    raise TestsFormatError(f"a test statement does not parse ({error.msg})") from None
+            return RowTests(tests)
         if all(isinstance(item, Mapping) and "input" in item and "output" in item for item in items):
             if any("testtype" in item for item in items):
                 return _livecodebench_cases(items, row, "tests")
