@@ -28,7 +28,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +43,7 @@ from .extraction import (
     reads_as_prose,
     strip_math_delimiters,
 )
+from .math_fallback import ask_fallback, resolve_fallback
 from .pool import TimeoutPool, shared_pool
 from .registry import register_reward
 
@@ -980,9 +981,15 @@ class MathReward(Reward):
         num_workers: size of a private pool for this reward; None uses the process-wide shared pool
             (`TRL_EXT_REWARD_WORKERS` workers, default one per core).
         cache_size: verdicts kept across calls, per (reference, final answer); 0 turns the cache off.
+        fallback: off by default. A second opinion for the completions the rules reject: a callable
+            `(question, reference, answer) -> bool | None`, or its `"module:attribute"` path (e.g.
+            `trl_ext.rewards.math_fallback:CausalLMJudge`); `True` turns a rejection into an accept, anything
+            else keeps it. The rules alone decide accepts. See `trl_ext.rewards.math_fallback`.
+        fallback_kwargs: arguments for a fallback given as a class path (e.g. `{"model": "path/to/model"}`).
 
     Returns None for a reference that cannot be parsed. Each distinct (reference, final answer) pair of a
-    batch is verified once and its verdict shared by every completion that gave that answer.
+    batch is verified once and its verdict shared by every completion that gave that answer. When the prompts
+    are passed (TRL passes them), a question that lists options lets an option's text answer its letter.
     """
 
     def __init__(
@@ -993,6 +1000,8 @@ class MathReward(Reward):
         on_timeout: Literal["fail", "skip"] = "fail",
         num_workers: int | None = None,
         cache_size: int = 4096,
+        fallback: str | Callable | None = None,
+        fallback_kwargs: Mapping[str, Any] | None = None,
     ):
         self.correct_score, self.incorrect_score = scores_for(scoring, reward="math")
         if timeout <= 0:
@@ -1009,6 +1018,15 @@ class MathReward(Reward):
         self.cache_size = cache_size
         self._pool: TimeoutPool | None = None
         self._cache = VerdictCache(cache_size)
+        self.fallback = fallback
+        self.fallback_kwargs = dict(fallback_kwargs or {})
+        self._fallback = resolve_fallback(fallback, self.fallback_kwargs)  # fails here, before training
+        self._second_opinions = VerdictCache(cache_size)
+
+    def _fallback_callable(self) -> Callable | None:
+        if self._fallback is None and self.fallback is not None:  # a copy rebuilds it (a model does not pickle)
+            self._fallback = resolve_fallback(self.fallback, self.fallback_kwargs)
+        return self._fallback
 
     def _verifier(self) -> MathVerifier:
         # math-verify's signal timeouts sit below the hard limit, so they fire first on most slow items and
@@ -1057,14 +1075,47 @@ class MathReward(Reward):
             verdicts[number] = value
             if value != TIMED_OUT:
                 self._cache.put(distinct[number], value)
+        row_verdicts = [verdicts[number] for number in index_of]
+        if self.fallback is not None:
+            row_verdicts = self._with_second_opinions(row_verdicts, keys, [texts[index] for index in positions],
+                                                      [questions[index] for index in positions])  # fmt: skip
         failure = self.incorrect_score if self.on_timeout == "fail" else None
-        for index, number in zip(positions, index_of):
-            verdict = verdicts[number]
+        for index, verdict in zip(positions, row_verdicts):
             if verdict == TIMED_OUT:
                 rewards[index] = failure
             elif verdict is not None:
                 rewards[index] = self.correct_score if verdict else self.incorrect_score
         return rewards
+
+    def _with_second_opinions(
+        self, verdicts: list, keys: list[tuple[str, FinalAnswer]], texts: list[str], questions: list[str | None]
+    ) -> list:
+        """`verdicts` with the rejections the fallback accepts turned into accepts (rows in the same order).
+
+        The fallback sees each distinct (question, reference, answer) once: the answer is the final answer the
+        rules extracted, or the completion's last 2,000 characters when they found none."""
+        items = [
+            (question, reference, answer.text if answer.text is not None else text[-2000:])
+            for (reference, answer), text, question in zip(keys, texts, questions)
+        ]
+        rejected = [row for row, verdict in enumerate(verdicts) if verdict is False]
+        distinct, index_of = distinct_items([items[row] for row in rejected])
+        opinions: list[bool | None] = [None] * len(distinct)
+        pending = []
+        for number, item in enumerate(distinct):
+            found, opinion = self._second_opinions.get(item)
+            if found:
+                opinions[number] = opinion
+            else:
+                pending.append(number)
+        for number, opinion in zip(pending, ask_fallback(self._fallback_callable(), [distinct[n] for n in pending])):
+            opinions[number] = opinion
+            self._second_opinions.put(distinct[number], opinion)
+        verdicts = list(verdicts)
+        for row, number in zip(rejected, index_of):
+            if opinions[number] is True:
+                verdicts[row] = True
+        return verdicts
 
     def _verify_distinct(self, keys: list[tuple[str, FinalAnswer]]) -> list[bool | None | str]:
         """Verdicts (or `TIMED_OUT`) of distinct (reference, answer) pairs, in order, through the pool.
@@ -1096,15 +1147,21 @@ class MathReward(Reward):
         state = dict(self.__dict__)
         state["_pool"] = None  # processes do not travel; a copy starts its own pool when first called
         state["_cache"] = None  # nor do verdicts (a lock cannot be pickled); a copy starts an empty cache
+        state["_second_opinions"] = None
+        if isinstance(self.fallback, str):
+            state["_fallback"] = None  # rebuilt from its path when first needed (a model is not sent along)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._cache = VerdictCache(self.cache_size)
+        self._second_opinions = VerdictCache(self.cache_size)
 
     def __repr__(self) -> str:
         return (
             f"MathReward(reference_column={self.reference_column!r}, scoring={self.scoring!r}, "
             f"timeout={self.timeout}, on_timeout={self.on_timeout!r}, num_workers={self.num_workers}, "
-            f"cache_size={self.cache_size})"
+            f"cache_size={self.cache_size}"
+            + (f", fallback={self.fallback!r}, fallback_kwargs={self.fallback_kwargs!r}" if self.fallback is not None else "")
+            + ")"
         )
