@@ -1,16 +1,23 @@
 """Verdict corpus for the `math` reward, side by side with plain math-verify and TRL's `accuracy_reward`.
 
-Two parts, both in `tests/data/math_corpus/` with their provenance (README.md there):
+Two parts:
 
-- `math_verify_cases.json`: the equivalence cases of Math-Verify's own test suite (gold, prediction, expected
-  verdict, and the options each test runs with). Reported: agreement of each verifier with the expected
-  verdicts, over all cases and over the cases whose options are the ones a reward uses (strict variables,
-  float rounding 6, no set/relation comparison in the gold's direction).
-- `answer_formats.json`: references in the answer formats of MATH, NuminaMath, GSM8K and DAPO-Math, and
-  hard-but-correct forms (units, intervals, sets, matrices, percentages, scientific notation, degrees, text),
-  each with right and wrong completions. Reported: recall (right completions accepted) and false-positive
-  rate (wrong completions accepted), and the wrong completions a verifier accepts that plain math-verify
-  rejects.
+- Math-Verify's own equivalence cases (gold, prediction, expected verdict, and the options each test runs
+  with), read at run time from the `tests/` of the `math-verify` source distribution of the installed version,
+  downloaded from PyPI with pip and cached outside the tree (`~/.cache/trl-ext/math-verify-sdist/`; see
+  `math_verify_sdist`). Reported: agreement of each verifier with the expected verdicts, over all cases and
+  over the cases whose options are the ones a reward uses (strict variables, float rounding 6, no set/relation
+  comparison in the gold's direction).
+- `tests/data/math_corpus/answer_formats.json` (written for this project, see the README there): references in
+  the answer formats of MATH, NuminaMath, GSM8K and DAPO-Math, and hard-but-correct forms (units, intervals,
+  sets, matrices, percentages, scientific notation, degrees, text), each with right and wrong completions.
+  Reported: recall (right completions accepted) and false-positive rate (wrong completions accepted), and the
+  wrong completions a verifier accepts that plain math-verify rejects.
+- `tests/data/math_corpus/answer_forms.json` (written for this project): right answers whose form differs from
+  the reference's, in six classes (labelled or structured forms, a renamed variable or integer parameter, units
+  and angles, precision, text and options, inequalities and set-builder notation), each reference with
+  near-miss wrong twins; some rows carry the question (listed options, a requested rounding or order).
+  Reported: recall and false positives by class.
 
 The three verifiers: `math` (`verify_math_answer`, what the registered reward runs in its workers); plain
 math-verify as open-r1 calls it (parse the reference with `LatexExtractionConfig()`, the completion with
@@ -19,19 +26,25 @@ normalisation, then `verify(gold, answer)`); `trl.rewards.accuracy_reward`. A ve
 ("cannot judge") has not accepted the completion.
 
     python benchmarks/math_corpus.py --out benchmarks/results/math_corpus.json
-    python benchmarks/math_corpus.py --import-math-verify PATH/TO/Math-Verify   # rewrite the imported cases
+    python benchmarks/math_corpus.py --math-verify-sdist PATH/TO/math_verify-X.Y.Z.tar.gz  # no download
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
+import importlib.metadata
 import json
 import logging
 import math
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,8 +53,8 @@ if str(_REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(_REPO_ROOT))
 
 CORPUS_DIR = _REPO_ROOT / "tests" / "data" / "math_corpus"
-MATH_VERIFY_CASES = CORPUS_DIR / "math_verify_cases.json"
 ANSWER_FORMATS = CORPUS_DIR / "answer_formats.json"
+ANSWER_FORMS = CORPUS_DIR / "answer_forms.json"
 
 # The equivalence tests of Math-Verify's suite (the other files test extraction configs and timeouts).
 MATH_VERIFY_TEST_FILES = (
@@ -54,17 +67,125 @@ MATH_VERIFY_TEST_FILES = (
 )
 # The options a reward runs with; a case run by its test with other options is "not applicable".
 REWARD_OPTIONS = {"precision": 6, "strict": True, "allow_set_relation_comp": False}
+# A pre-downloaded sdist (an offline machine, a CI cache): used instead of downloading.
+SDIST_ENV = "TRL_EXT_MATH_VERIFY_SDIST"
 
 
-# ------------------------------------------------------------------------------------------ importing the suite
+# ------------------------------------------------------------------------------------------ Math-Verify's cases
+
+
+class MathVerifyCasesUnavailable(RuntimeError):
+    """The math-verify source distribution could not be downloaded or read."""
+
+
+def cache_dir() -> Path:
+    """Where downloads are kept between runs: `$TRL_EXT_CACHE`, else `$XDG_CACHE_HOME/trl-ext`, else
+    `~/.cache/trl-ext`; never inside the repository."""
+    if os.environ.get("TRL_EXT_CACHE"):
+        return Path(os.environ["TRL_EXT_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trl-ext"
+
+
+def installed_math_verify_version() -> str:
+    return importlib.metadata.version("math-verify")
+
+
+def math_verify_sdist(version: str | None = None, cache: Path | None = None) -> Path:
+    """The `math-verify` source distribution of `version` (default: the installed one), downloaded from the
+    package index by pip (`pip download --no-deps --no-binary :all:`) into `cache/math-verify-sdist/<version>/`
+    the first time, then reused. `$TRL_EXT_MATH_VERIFY_SDIST` names a tarball to use instead.
+
+    Raises `MathVerifyCasesUnavailable` with pip's reason and the fix when the download fails.
+    """
+    if os.environ.get(SDIST_ENV):
+        path = Path(os.environ[SDIST_ENV])
+        if not path.is_file():
+            raise MathVerifyCasesUnavailable(f"{SDIST_ENV}={path} is not a file: point it at a math_verify-*.tar.gz.")
+        return path
+    version = version or installed_math_verify_version()
+    target = (cache or cache_dir()) / "math-verify-sdist" / version
+    found = sorted(target.glob("*.tar.gz"))
+    if found:
+        return found[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as download:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", download,
+                   "--quiet", f"math-verify=={version}"]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            done = None
+        tarballs = sorted(Path(download).glob("*.tar.gz"))
+        if done is None or done.returncode != 0 or not tarballs:
+            reason = "timed out after 600 s" if done is None else (done.stderr or done.stdout).strip()[-800:]
+            raise MathVerifyCasesUnavailable(
+                f"Could not download the math-verify {version} source distribution (`{' '.join(command[2:])}`): "
+                f"{reason or 'no .tar.gz was saved'}. Fix: make the package index reachable, or download "
+                f"math_verify-{version}.tar.gz elsewhere and set {SDIST_ENV} to its path."
+            )
+        # Moved into place only once complete, so an interrupted download is never taken for a cached one.
+        staged = Path(download) / "ready"
+        staged.mkdir()
+        shutil.move(str(tarballs[0]), staged / tarballs[0].name)
+        if target.exists():  # another process finished first
+            found = sorted(target.glob("*.tar.gz"))
+            if found:
+                return found[0]
+            shutil.rmtree(target)
+        staged.rename(target)
+    return sorted(target.glob("*.tar.gz"))[0]
+
+
+def _test_sources(sdist: Path) -> dict[str, str]:
+    """`{"tests/test_all.py": source, ...}` for the equivalence test files the sdist ships."""
+    sources = {}
+    try:
+        with tarfile.open(sdist, "r:gz") as archive:
+            for member in archive.getmembers():
+                # Members are `math_verify-0.9.0/tests/test_all.py`: drop the top folder.
+                relative = member.name.partition("/")[2]
+                if relative in MATH_VERIFY_TEST_FILES and member.isfile():
+                    sources[relative] = archive.extractfile(member).read().decode("utf-8")
+    except (OSError, tarfile.TarError) as error:
+        raise MathVerifyCasesUnavailable(f"Cannot read {sdist}: {error}. Delete it so it is downloaded again.") from None
+    if not sources:
+        raise MathVerifyCasesUnavailable(
+            f"{sdist} holds none of {list(MATH_VERIFY_TEST_FILES)}: this math-verify release does not ship its "
+            "tests in its sdist; install a release that does (0.9.0 does)."
+        )
+    return sources
+
+
+_MATH_FUNCTIONS = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "sin": math.sin, "cos": math.cos}
 
 
 def _literal(node: ast.AST):
-    """A test argument's value: a literal, or an f-string over `math` (one case formats `math.sqrt(17)`)."""
+    """A test argument's value: a literal, or an f-string whose fields are `math.<function>(<number>)` with a
+    format spec (one case writes `f"{math.sqrt(17):.15f}"`). Evaluated from the syntax tree: no code from the
+    download is run."""
     try:
         return ast.literal_eval(node)
     except ValueError:
-        return eval(compile(ast.Expression(node), "<case>", "eval"), {"math": math, "__builtins__": {}})
+        pass
+    if not isinstance(node, ast.JoinedStr):
+        raise ValueError(f"unsupported test argument {ast.dump(node)[:120]}")
+    parts = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            parts.append(str(value.value))
+            continue
+        call = value.value
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and getattr(call.func.value, "id", None) == "math"
+            and call.func.attr in _MATH_FUNCTIONS
+        ):
+            raise ValueError(f"unsupported f-string field {ast.dump(call)[:120]}")
+        number = _MATH_FUNCTIONS[call.func.attr](*(ast.literal_eval(argument) for argument in call.args))
+        spec = "".join(str(part.value) for part in value.format_spec.values) if value.format_spec else ""
+        parts.append(format(number, spec))
+    return "".join(parts)
 
 
 def _call_options(function: ast.FunctionDef) -> tuple[str, dict]:
@@ -80,48 +201,48 @@ def _call_options(function: ast.FunctionDef) -> tuple[str, dict]:
     return "parse_defaults", {}
 
 
-def import_math_verify_cases(checkout: Path) -> dict:
-    """Every parametrised equivalence case of a Math-Verify checkout, read from its test files' syntax trees
-    (nothing of it is executed)."""
-    commit = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+def cases_from_test_source(relative: str, source: str) -> list[dict]:
+    """Every parametrised equivalence case of one Math-Verify test file, read from its syntax tree."""
     cases = []
-    for relative in MATH_VERIFY_TEST_FILES:
-        source = subprocess.run(
-            ["git", "-C", str(checkout), "show", f"HEAD:{relative}"], capture_output=True, text=True, check=True
-        ).stdout
-        for function in ast.parse(source).body:
-            if not isinstance(function, ast.FunctionDef):
+    for function in ast.parse(source).body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for decorator in function.decorator_list:
+            if not (isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "parametrize"):
                 continue
-            for decorator in function.decorator_list:
-                if not (isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "parametrize"):
-                    continue
-                names = [name.strip() for name in ast.literal_eval(decorator.args[0]).split(",")]
-                harness, call_options = _call_options(function)
-                for index, row in enumerate(decorator.args[1].elts):
-                    values = dict(zip(names, (_literal(element) for element in row.elts)))
-                    # `compare_strings`' defaults, then what the test passes.
-                    options = {"match_types": ["latex", "expr"], **REWARD_OPTIONS}
-                    for key, value in call_options.items():
-                        options[key] = values[value["parameter"]] if isinstance(value, dict) else value
-                    expected = values.get("expected", values.get("result"))
-                    cases.append(
-                        {
-                            "id": f"{relative.removeprefix('tests/')}::{function.name}[{index}]",
-                            "gold": values["gold"],
-                            "pred": values["pred"],
-                            "expected": int(expected),
-                            "harness": harness,
-                            "options": options if harness == "compare_strings" else {},
-                        }
-                    )
+            names = [name.strip() for name in ast.literal_eval(decorator.args[0]).split(",")]
+            if not {"gold", "pred"} <= set(names):
+                continue
+            harness, call_options = _call_options(function)
+            for index, row in enumerate(decorator.args[1].elts):
+                values = dict(zip(names, (_literal(element) for element in row.elts)))
+                # `compare_strings`' defaults, then what the test passes.
+                options = {"match_types": ["latex", "expr"], **REWARD_OPTIONS}
+                for key, value in call_options.items():
+                    options[key] = values[value["parameter"]] if isinstance(value, dict) else value
+                expected = values.get("expected", values.get("result"))
+                cases.append(
+                    {
+                        "id": f"{relative.removeprefix('tests/')}::{function.name}[{index}]",
+                        "gold": values["gold"],
+                        "pred": values["pred"],
+                        "expected": int(expected),
+                        "harness": harness,
+                        "options": options if harness == "compare_strings" else {},
+                    }
+                )
+    return cases
+
+
+def import_math_verify_cases(sdist: Path) -> dict:
+    """Every parametrised equivalence case of the test files a math-verify sdist ships, with where they came
+    from (file name and SHA-256 of the sdist)."""
+    sources = _test_sources(sdist)
+    cases = [case for relative, source in sorted(sources.items()) for case in cases_from_test_source(relative, source)]
     return {
-        "source": "https://github.com/huggingface/Math-Verify",
-        "commit": commit,
-        "files": list(MATH_VERIFY_TEST_FILES),
-        "licence": "Apache-2.0 (repository LICENCE); the test files carry an MIT notice, Copyright (c) 2024 The "
-        "HuggingFace Team",
+        "source": f"{sdist.name} (math-verify source distribution from the package index)",
+        "sha256": hashlib.sha256(sdist.read_bytes()).hexdigest(),
+        "files": sorted(sources),
         "cases": cases,
     }
 
@@ -158,9 +279,10 @@ def applicable(case: dict) -> bool:
 # ------------------------------------------------------------------------------------------ the verifiers
 
 
-def load_cases() -> list[dict]:
-    """Math-Verify's cases, each with `marked`: whether its prediction states its answer (`states_its_answer`)."""
-    cases = json.loads(MATH_VERIFY_CASES.read_text())["cases"]
+def load_cases(sdist: Path | None = None) -> list[dict]:
+    """Math-Verify's cases from `sdist` (default: `math_verify_sdist()`, downloading it if not cached), each with
+    `marked`: whether its prediction states its answer (`states_its_answer`)."""
+    cases = import_math_verify_cases(sdist or math_verify_sdist())["cases"]
     for case in cases:
         case["marked"] = states_its_answer(case["pred"])
     return cases
@@ -184,13 +306,33 @@ def load_answer_formats() -> list[dict]:
     return rows
 
 
-def math_reward_verdict(reference: str, completion: str) -> bool | None:
+def load_answer_forms() -> list[dict]:
+    """`(reference, completion, right)` rows of the answer-forms corpus, with each row's class, form and question
+    (None where the row has none)."""
+    rows = []
+    for entry in json.loads(ANSWER_FORMS.read_text())["references"]:
+        for key, right in (("right", True), ("wrong", False)):
+            for completion in entry[key]:
+                rows.append(
+                    {
+                        "reference": entry["reference"],
+                        "question": entry.get("question"),
+                        "completion": completion,
+                        "right": right,
+                        "category": entry["class"],
+                        "form": entry["form"],
+                    }
+                )
+    return rows
+
+
+def math_reward_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     from trl_ext.rewards.math_equivalence import verify_math_answer
 
-    return verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
+    return verify_math_answer(reference, completion, question=question, parsing_timeout=5, verify_timeout=5)
 
 
-def plain_math_verify_verdict(reference: str, completion: str) -> bool | None:
+def plain_math_verify_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     """math-verify as open-r1's `accuracy_reward` calls it; None where the reference does not parse."""
     from latex2sympy2_extended import NormalizationConfig
     from math_verify import LatexExtractionConfig, parse, verify
@@ -217,11 +359,25 @@ def plain_math_verify_verdict(reference: str, completion: str) -> bool | None:
         return False
 
 
-def trl_accuracy_verdict(reference: str, completion: str) -> bool | None:
+def trl_accuracy_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
     from trl.rewards import accuracy_reward
 
     (score,) = accuracy_reward([[{"role": "assistant", "content": completion}]], [reference])
     return None if score is None else score > 0
+
+
+def plain_math_verify_wrapped_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
+    """Plain math-verify with a bare reference put in `$...$`, so it parses (the fairer baseline on references
+    written without delimiters, as most of the answer-forms corpus is)."""
+    wrapped = reference if "$" in reference or "\\boxed" in reference else f"${reference}$"
+    return plain_math_verify_verdict(wrapped, completion)
+
+
+def row_verdicts(rows: list[dict], verdict: Callable[..., bool | None]) -> list[bool | None]:
+    """`verdict` on each row; `math` also gets the row's question (the other verifiers take none)."""
+    if verdict is math_reward_verdict:
+        return [verdict(row["reference"], row["completion"], row.get("question")) for row in rows]
+    return [verdict(row["reference"], row["completion"]) for row in rows]
 
 
 VERIFIERS: dict[str, Callable[[str, str], bool | None]] = {
@@ -307,22 +463,73 @@ def format_scores(rows: list[dict], verdicts: list[bool | None], plain: list[boo
     }
 
 
+def answer_forms_scores(rows: list[dict], verdicts: list[bool | None]) -> dict:
+    """Recall and false positives over the answer-forms rows, in all and by class, and the misses."""
+
+    def scores(selected: list[int]) -> dict:
+        right = [verdicts[i] is True for i in selected if rows[i]["right"]]
+        wrong = [verdicts[i] is True for i in selected if not rows[i]["right"]]
+        return {"right": len(right), "wrong": len(wrong), "recall": sum(right) / len(right), "false_positives": sum(wrong)}
+
+    classes = sorted({row["category"] for row in rows})
+    return {
+        "all": scores(list(range(len(rows)))),
+        "by_class": {name: scores([i for i, row in enumerate(rows) if row["category"] == name]) for name in classes},
+        "right_rejected": [
+            {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
+            for row, verdict in zip(rows, verdicts)
+            if row["right"] and verdict is not True
+        ],
+        "wrong_accepted": [
+            {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
+            for row, verdict in zip(rows, verdicts)
+            if not row["right"] and verdict is True
+        ],
+    }
+
+
+def answer_forms_report(format_table: Callable) -> dict:
+    """The answer-forms corpus through every verifier, printed as one table by class."""
+    rows = load_answer_forms()
+    verifiers = {**VERIFIERS, "plain math-verify, reference in $…$": plain_math_verify_wrapped_verdict}
+    results = {name: answer_forms_scores(rows, row_verdicts(rows, verdict)) for name, verdict in verifiers.items()}
+    ours = results["math (trl_ext)"]
+    print(f"\nanswer forms: {len(rows)} completions for {len({(r['reference'], r['question']) for r in rows})} "
+          f"references ({ours['all']['right']} right, {ours['all']['wrong']} wrong); recall / wrong accepted:\n")
+    print(format_table(
+        ["class", "right", "wrong", *verifiers],
+        [[name, ours["by_class"][name]["right"], ours["by_class"][name]["wrong"],
+          *(f"{results[v]['by_class'][name]['recall']:.1%} / {results[v]['by_class'][name]['false_positives']}"
+            for v in verifiers)] for name in ours["by_class"]]
+        + [["all", ours["all"]["right"], ours["all"]["wrong"],
+            *(f"{results[v]['all']['recall']:.1%} / {results[v]['all']['false_positives']}" for v in verifiers)]],
+    ))  # fmt: skip
+    for miss in ours["right_rejected"]:
+        print(f"  `math` rejects [{miss['class']}] {miss['reference']!r}  <-  {miss['completion'][-80:]!r}")
+    for accepted in ours["wrong_accepted"]:
+        print(f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  {accepted['completion'][-80:]!r}")
+    for name, scores in results.items():  # the completions themselves only where `math` misses
+        if name != "math (trl_ext)":
+            scores["right_rejected"], scores["wrong_accepted"] = len(scores["right_rejected"]), len(scores["wrong_accepted"])
+    return {"completions": len(rows), **results}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--import-math-verify", metavar="CHECKOUT", default=None, help="rewrite the imported cases")
+    parser.add_argument(
+        "--math-verify-sdist", metavar="TARBALL", default=None,
+        help="a downloaded math_verify-X.Y.Z.tar.gz to read the cases from (default: download the installed version's)",
+    )  # fmt: skip
     parser.add_argument("--out", default=None, help="write the results as JSON to this path")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)  # math-verify logs every unparsable answer and disabled timeout
-    if args.import_math_verify:
-        imported = import_math_verify_cases(Path(args.import_math_verify))
-        MATH_VERIFY_CASES.write_text(json.dumps(imported, indent=1, ensure_ascii=False) + "\n")
-        print(f"{len(imported['cases'])} cases from {imported['source']} @ {imported['commit'][:12]}")
-        return imported
 
     import _common  # noqa: F401  (offline environment)
     from _common import format_table, machine_info, write_json
 
-    cases = load_cases()
+    sdist = Path(args.math_verify_sdist) if args.math_verify_sdist else math_verify_sdist()
+    imported = import_math_verify_cases(sdist)
+    cases = load_cases(sdist)
     own = sum(math_verify_own_verdict(case) == bool(case["expected"]) for case in cases)
     rows = load_answer_formats()
     results = {"math_verify_suite": {}, "answer_formats": {}}
@@ -346,7 +553,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     suite = results["math_verify_suite"]
-    print(f"Math-Verify's suite: {len(cases)} cases; math-verify itself, each case with its own options: "
+    print(f"Math-Verify's suite ({sdist.name}): {len(cases)} cases; math-verify itself, each case with its own options: "
           f"{own}/{len(cases)}\n")
     subsets = {"all": "all cases", "reward_options": "a reward's options", "marked": "... and a marked answer"}
     print(format_table(
@@ -378,13 +585,17 @@ def main(argv: list[str] | None = None) -> dict:
     if suite["math (trl_ext)"]["disagreements"]:
         print("\n`math` disagrees with Math-Verify's suite on:", ", ".join(suite["math (trl_ext)"]["disagreements"]))
 
+    forms = answer_forms_report(format_table)
+
     summary = {
         "benchmark": "math_corpus",
         "math_verify_cases": len(cases),
+        "math_verify_cases_from": {"sdist": imported["source"], "sha256": imported["sha256"]},
         "math_verify_itself_agrees": own,
         "answer_format_completions": len(rows),
         **results,
         "recall_by_category": {c: {n: per_category[c][n]["recall"] for n in VERIFIERS} for c in categories},
+        "answer_forms": forms,
         "machine": machine_info(),
     }
     write_json(args.out, summary)

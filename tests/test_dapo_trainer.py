@@ -7,7 +7,6 @@ import re
 import pytest
 import torch
 from conftest import make_prompt_dataset, tiny_training_settings, transformers_logs
-from datasets import IterableDataset
 from trl import GRPOConfig
 
 from trl_ext import DAPOConfig, DAPOTrainer
@@ -117,12 +116,6 @@ def test_grpo_config_is_refused_with_the_fix(tmp_path, tiny_model_dir):
     config = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, num_generations=GROUP)
     with pytest.raises(TypeError, match="DAPOConfig"):
         DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
-
-
-def test_iterable_dataset_is_refused_with_dynamic_sampling(tmp_path, tiny_model_dir):
-    stream = IterableDataset.from_generator(lambda: iter(make_prompt_dataset()))
-    with pytest.raises(ValueError, match="dynamic_sampling=False"):
-        DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=small_config(tmp_path), train_dataset=stream)
 
 
 def test_trainer_does_not_modify_the_users_config_or_reward_list(tmp_path, tiny_model_dir):

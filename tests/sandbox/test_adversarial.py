@@ -10,6 +10,9 @@ import time
 import pytest
 from adversarial import (
     ADD,
+    CHECK_SQUARE_TEST,
+    LAZY_TESTS,
+    UNITTEST_SQUARE_TEST,
     CPP_SUM,
     SECRET,
     SECRET_VARIABLE,
@@ -109,6 +112,12 @@ def test_the_table_can_fail(python_reward, cpp_reward, listener):
     ]
     assert python_reward.evaluate(fenced(area), area_tests).fraction_passed == 1.0
     assert python_reward.evaluate(fenced(ADD), ["assert add(2, 2) == 4"]).fraction_passed == 1.0
+    square = fenced("def square(x):\n    return x * x\n")
+    assert python_reward.evaluate(square, CHECK_SQUARE_TEST).fraction_passed == 1.0
+    assert python_reward.evaluate(square, UNITTEST_SQUARE_TEST).fraction_passed == 1.0
+    replaced = python_cases(0)["replace modules, AssertionError and the solution module"][1]
+    assert python_reward.evaluate(square, replaced).fraction_passed == 1.0
+    assert python_reward.evaluate(square, ["assert square(3) == 9\nsquare(3)"]).fraction_passed == 1.0
     square = "#include <iostream>\nint main() { long x; std::cin >> x; std::cout << x * x << std::endl; }\n"
     assert cpp_reward.evaluate(fenced(square, "cpp"), [{"input": "3\n", "output": "9\n"}]).fraction_passed == 1.0
     printed = f'#include <iostream>\nint main() {{ std::cout << "{SECRET}" << std::endl; }}\n'
@@ -123,3 +132,26 @@ def test_a_program_cannot_keep_the_host_busy_after_its_run(python_reward):
     started = time.monotonic()
     assert python_reward.evaluate(fenced("def square(x):\n    return x * x\n"), SQUARE_TEST).fraction_passed == 1.0
     assert time.monotonic() - started < MARGIN
+
+
+@pytest.mark.parametrize("name", list(LAZY_TESTS))
+def test_a_test_that_runs_no_check_never_passes(name, python_reward, caplog):
+    # The right program, so only the test is at fault: the row cannot be judged (None), with a warning.
+    tests = LAZY_TESTS[name]
+    report = python_reward.evaluate(fenced("def square(x):\n    return x * x\n"), tests)
+    assert [outcome.status for outcome in report.outcomes] == ["no_check"] * len(tests), report
+    with caplog.at_level("WARNING"):
+        assert python_reward(completions=[fenced("def square(x):\n    return x * x\n")], tests=[tests]) == [None]
+    # The same test shapes with a check in them pass the right program: the None comes from the missing check.
+    assert python_reward.evaluate(fenced("def square(x):\n    return x * x\n"), CHECK_SQUARE_TEST).fraction_passed == 1
+
+
+def test_lazy_test_warning_names_the_row_and_the_fix(python_reward, caplog):
+    import trl_ext.rewards.code as code_module
+
+    code_module._warned.clear()
+    completions = [fenced("def square(x):\n    return x * x\n")] * 2
+    with caplog.at_level("WARNING"):
+        scores = python_reward(completions=completions, tests=[CHECK_SQUARE_TEST, LAZY_TESTS["only calls the function"]])
+    assert scores == [1.0, None]
+    assert "row 1 of the batch" in caplog.text and "ran no check" in caplog.text and "Fix the column" in caplog.text

@@ -18,20 +18,20 @@ module only extracts the program from the completion, reads the dataset's test f
 
 from __future__ import annotations
 
-import ast
-import json
 import logging
 import re
-import textwrap
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from ..sandbox import Sandbox, SandboxLimits
 from ..sandbox.testing import (
+    CHECKER_ORDERS,
     DEFAULT_CPP_FLAGS,
     LANGUAGES,
     OUTPUT_MATCHES,
+    Checker,
     CodeTest,
     CodeTestReport,
     TestOutcome,
@@ -40,7 +40,8 @@ from ..sandbox.testing import (
     outputs_match,
     run_code_tests,
 )
-from .base import Reward, dataset_column, scores_for
+from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
+from .code_formats import FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, row_tests
 from .pool import default_num_workers
 from .registry import register_reward
 
@@ -113,71 +114,21 @@ def _cannot_judge(problem: str) -> None:
     return None
 
 
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return "\n".join(str(line) for line in value)
-    return str(value)
-
-
 def parse_tests(tests: Any) -> list[CodeTest] | None:
-    """The tests of one dataset row, or `None` when there are none or they cannot be read.
+    """The tests of one `tests` column value, or `None` when there are none or they cannot be read.
 
     Accepts a list of Python test statements (usually asserts), a list of `{"input", "output"}` mappings, a
-    JSON string of either, a block of Python (each top-level assert becomes a test; a block with other
-    statements is one test), and `{"inputs": [...], "outputs": [...]}`. Lists of lines are joined with "\\n".
+    JSON string of either, a block of Python (each top-level assert becomes a test; a unittest `TestCase` or
+    pytest-style test functions become one test each; any other block is one test), APPS/TACO's
+    `{"inputs": [...], "outputs": [...]}` (with `fn_name`: call-based), `{"input": [...], "output": [...]}`
+    lists, and rllm's `{"functional": code}`. See `trl_ext.rewards.code_formats` for every dataset format.
     """
-    if tests is None:
+    if tests is None or (isinstance(tests, (str, list, tuple, dict)) and not (tests.strip() if isinstance(tests, str) else tests)):
         return None
-    if isinstance(tests, str):
-        text = tests.strip()
-        if not text:
-            return None
-        if text[0] in "[{":
-            try:
-                return parse_tests(json.loads(text))
-            except ValueError:
-                pass
-        return _python_block_tests(text)
-    if isinstance(tests, Mapping):
-        if "fn_name" in tests:
-            return _cannot_judge("call-based APPS tests (`fn_name`) are not supported; use assert statements")
-        if "inputs" in tests and "outputs" in tests:
-            if len(tests["inputs"]) != len(tests["outputs"]):
-                return _cannot_judge("a tests mapping has different numbers of `inputs` and `outputs`")
-            pairs = list(zip(tests["inputs"], tests["outputs"]))
-        elif "input" in tests and "output" in tests:
-            pairs = [(tests["input"], tests["output"])]
-        else:
-            return _cannot_judge(f"a tests mapping needs `inputs`/`outputs` or `input`/`output`, got {sorted(tests)}")
-        return [CodeTest("stdio", stdin=_as_text(i), expected=_as_text(o)) for i, o in pairs] or None
-    if isinstance(tests, Sequence) and not isinstance(tests, (bytes, bytearray)):
-        items = list(tests)
-        if not items:
-            return None
-        if all(isinstance(item, str) for item in items):
-            try:
-                return [assert_test(item) for item in items]
-            except SyntaxError as error:
-                return _cannot_judge(f"a test statement does not parse ({error.msg})")
-        if all(isinstance(item, Mapping) and "input" in item and "output" in item for item in items):
-            return [
-                CodeTest("stdio", stdin=_as_text(item["input"]), expected=_as_text(item["output"])) for item in items
-            ]
-        return _cannot_judge("tests must be all strings (asserts) or all {'input', 'output'} mappings")
-    return _cannot_judge(f"tests of type {type(tests).__name__} are not supported")
-
-
-def _python_block_tests(text: str) -> list[CodeTest] | None:
     try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError as error:
-        return _cannot_judge(f"a tests block does not parse ({error.msg})")
-    if tree.body and all(isinstance(node, ast.Assert) for node in tree.body):
-        return [assert_test(ast.get_source_segment(textwrap.dedent(text), node)) for node in tree.body]
-    return [CodeTest("statement", textwrap.dedent(text))]
-
+        return row_tests({"tests": tests}, "tests").tests or None
+    except TestsFormatError as error:
+        return _cannot_judge(str(error))
 
 
 # --------------------------------------------------------------------------------------------------- reward
@@ -186,15 +137,19 @@ def _python_block_tests(text: str) -> list[CodeTest] | None:
 @register_reward(
     "code",
     aliases=("code_tests",),
-    description="Python or C++ code in the completion passes the dataset's tests (asserts or stdin/stdout), "
-    "run in a sandbox.",
+    description="Python or C++ code in the completion passes the dataset's tests (HumanEval, MBPP, APPS/TACO, "
+    "CodeContests, LiveCodeBench, KodCode, BigCodeBench, open-r1 ... read as they are), run in a sandbox.",
     pooled=True,
 )
 class CodeReward(Reward):
     """Runs the completion's program against the row's tests in the sandbox; scores the tests passed.
 
     Parameters:
-        tests_column: Dataset column with the tests (see `parse_tests`).
+        tests_column: Dataset column of the generic "tests" format (see `parse_tests`).
+        tests_format: How the row's tests are read: "auto" (default) detects the format from the row's columns
+            and their shape; or one of `trl_ext.rewards.code_formats.FORMATS` ("humaneval", "mbpp", "apps",
+            "codecontests", "livecodebench", "openr1", "kodcode", "bigcodebench", ...). A row that fits several
+            formats, or a batch with none of their columns, is an error naming the row and the candidates.
         partial_credit: Score the fraction of tests passed (True) or all-or-nothing (False). The fraction maps
             linearly onto the scoring: `incorrect + fraction * (correct - incorrect)`.
         scoring: "binary" (1 correct / 0 incorrect) or "dapo" (+1 / -1).
@@ -202,17 +157,29 @@ class CodeReward(Reward):
         memory_mb: Address-space limit per process, in MiB.
         max_processes: Processes and threads a program may have at once.
         max_output_bytes: Stdout kept per stdin/stdout test; a program printing more fails that test.
-        output_match: How stdin/stdout outputs compare: "lines" (default), "tokens", "stripped", "exact".
+        output_match: How stdin/stdout outputs compare: "lines", "tokens", "stripped", "exact", "numbers"
+            (tokens, numbers within `rel_tol`/`abs_tol`) or "apps" (lines, else tokens, else numbers). Default:
+            the format's own rule ("apps" for APPS/TACO rows), else "lines".
+        rel_tol, abs_tol: Tolerances of "numbers" and "apps" (default 1e-6 each).
+        tolerance_column: Dataset column with a per-row tolerance: a number (both tolerances) or a mapping with
+            `rel_tol`/`abs_tol` (and optionally `output_match`); rows without a value use the reward's.
+        checker_column: Dataset column with a per-row checker program judging each stdin/stdout test: its
+            source (C++ when it `#include`s, else Python) or `{"language", "source"}`; run in the sandbox as
+            `checker <input> <expected> <actual>`, exit status 0 accepts.
+        checker_order: "input expected actual" (default) or "testlib" (`<input> <output> <answer>`).
         isolation: Sandbox isolation, see `Sandbox`: "auto" (bubblewrap; raises at construction when nothing
             can isolate the file system), or the explicit opt-ins for trusted code "unshare" and "none".
         num_workers: Programs run at the same time; defaults to the usable CPU cores.
         site_packages: Let Python programs import installed packages (numpy...), not only the standard library.
         language: Language of every program, "python" or "cpp" (stdin/stdout tests only; needs `g++`).
         language_column: Dataset column giving each row's language ("python", "cpp", "c++", ...), overriding
-            `language`; an empty value means `language`.
+            `language` and the format's own; an empty value means the format's or `language`.
         compile_timeout: Seconds (wall clock and CPU) the C++ compiler may take per completion.
         compile_memory_mb: Address-space limit of each compiler process, in MiB.
         cpp_flags: Compiler flags, default `-std=c++17 -O2 -pipe`.
+
+    A test that runs no check at all (a `check` function never called, a TestCase never run) would pass any
+    program: such a row scores None ("cannot judge") with a warning naming the row, never 1.
     """
 
     __name__ = "code"
@@ -226,7 +193,7 @@ class CodeReward(Reward):
         memory_mb: int = 1024,
         max_processes: int = 32,
         max_output_bytes: int = 1 << 20,
-        output_match: str = "lines",
+        output_match: str | None = None,
         isolation: str = "auto",
         num_workers: int | None = None,
         site_packages: bool = False,
@@ -235,9 +202,24 @@ class CodeReward(Reward):
         compile_timeout: float = 30.0,
         compile_memory_mb: int = 2048,
         cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
+        tests_format: str = "auto",
+        rel_tol: float | None = None,
+        abs_tol: float | None = None,
+        tolerance_column: str | None = None,
+        checker_column: str | None = None,
+        checker_order: str = "input expected actual",
     ):
-        if output_match not in OUTPUT_MATCHES:
+        if output_match is not None and output_match not in OUTPUT_MATCHES:
             raise ValueError(f"Reward 'code': output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}.")
+        if tests_format != "auto" and tests_format not in FORMATS:
+            raise ValueError(
+                f"Reward 'code': tests_format must be 'auto' or one of {sorted(FORMATS)}, got {tests_format!r}."
+            )
+        if checker_order not in CHECKER_ORDERS:
+            raise ValueError(f"Reward 'code': checker_order must be one of {sorted(CHECKER_ORDERS)}, got {checker_order!r}.")
+        for name, value in (("rel_tol", rel_tol), ("abs_tol", abs_tol)):
+            if value is not None and not value >= 0:
+                raise ValueError(f"Reward 'code': {name} must be a non-negative number or None, got {value!r}.")
         if not timeout > 0:
             raise ValueError(f"Reward 'code': timeout must be positive seconds, got {timeout!r}.")
         if num_workers is not None and num_workers < 1:
@@ -254,11 +236,17 @@ class CodeReward(Reward):
             )
         self.correct_score, self.incorrect_score = scores_for(scoring, reward="code")
         self.tests_column = tests_column
+        self.tests_format = tests_format
         self.partial_credit = partial_credit
         self.scoring = scoring
         self.timeout = float(timeout)
         self.max_output_bytes = max_output_bytes
         self.output_match = output_match
+        self.rel_tol = rel_tol
+        self.abs_tol = abs_tol
+        self.tolerance_column = tolerance_column
+        self.checker_column = checker_column
+        self.checker_order = checker_order
         self.num_workers = num_workers
         self.language = language
         self.language_column = language_column
@@ -272,35 +260,107 @@ class CodeReward(Reward):
             site_packages=site_packages,
         )
 
+    # ------------------------------------------------------------------------------------------ one row
+
     def evaluate(self, completion_text: str, tests: Any, language: str | None = None) -> CodeTestReport | None:
-        """Per-test verdicts for one completion (text) and one row's tests, in `language` (default: the
-        reward's); `None` if the tests are unusable."""
-        language = self._row_language(language)
-        parsed = self._row_tests(tests, language)
-        if parsed is None or language is None:
+        """Per-test verdicts for one completion (text) and one `tests` value in the generic format, in
+        `language` (default: the reward's); `None` if the tests are unusable."""
+        return self.evaluate_row(completion_text, {self.tests_column: tests}, language=language, tests_format="tests")
+
+    def evaluate_row(
+        self, completion_text: str, row: Mapping[str, Any], *, language: str | None = None,
+        tests_format: str | None = None, index: int = 0,
+    ) -> CodeTestReport | None:
+        """Per-test verdicts for one completion and one dataset row (column name -> value) in any format;
+        `None` if the row's tests are unusable (with a warning)."""
+        job = self._job(completion_text, row, language, tests_format or self.tests_format, index)
+        return None if job is None else self._evaluate(*job)
+
+    def _job(self, text: str, row: Mapping[str, Any], language: Any, tests_format: str, index: int):
+        """(program, tests, language, checker) for one row, or None (cannot judge, warned)."""
+        if tests_format == "auto":
+            tests_format = detect_format(row, self.tests_column, index)  # raises when ambiguous
+            if tests_format is None:
+                return None
+        try:
+            read = row_tests(row, tests_format, self.tests_column)
+        except TestsFormatError as error:
+            return _cannot_judge(f"row {index} ({tests_format} format): {error}")
+        if not read.tests:
             return None
-        return self._evaluate(self._extract(completion_text, language), parsed, language)
+        language = self._row_language(language if _filled(language) else read.language)
+        if language is None:
+            return None
+        tests = self._with_comparison(read, row, index)
+        if tests is None:
+            return None
+        if language == "cpp":
+            if any(test.kind != "stdio" for test in tests):
+                return _cannot_judge(f"row {index}: C++ rows need stdin/stdout tests, not assert statements")
+            if cpp_compiler() is None:
+                return _cannot_judge(f"row {index} is C++, and `g++` is not installed (apt-get install g++)")
+        checker = self._row_checker(row, index)
+        if checker is False:
+            return None
+        code = self._extract(text, language)
+        if code.strip() and language == "python" and read.prelude:
+            code = read.prelude + "\n" + code
+        return code, tests, language, checker
+
+    def _with_comparison(self, read: RowTests, row: Mapping[str, Any], index: int) -> list[CodeTest] | None:
+        output_match, rel_tol, abs_tol = self.output_match or read.output_match, self.rel_tol, self.abs_tol
+        if self.tolerance_column is not None and _filled(row.get(self.tolerance_column)):
+            value = row[self.tolerance_column]
+            if isinstance(value, Mapping):
+                rel_tol, abs_tol = value.get("rel_tol", rel_tol), value.get("abs_tol", abs_tol)
+                output_match = value.get("output_match", output_match or "numbers")
+            elif isinstance(value, (int, float)) and value >= 0:
+                rel_tol = abs_tol = float(value)
+                output_match = output_match if output_match in ("numbers", "apps") else "numbers"
+            else:
+                return _cannot_judge(
+                    f"row {index}: column {self.tolerance_column!r} must hold a number or a mapping with "
+                    f"rel_tol/abs_tol, got {value!r}"
+                )
+            if output_match not in OUTPUT_MATCHES:
+                return _cannot_judge(f"row {index}: output_match {output_match!r} is not one of {OUTPUT_MATCHES}")
+        return [
+            replace(test, output_match=output_match, rel_tol=rel_tol, abs_tol=abs_tol) if test.kind == "stdio" else test
+            for test in read.tests
+        ]
+
+    def _row_checker(self, row: Mapping[str, Any], index: int) -> Checker | None | bool:
+        if self.checker_column is None or not _filled(row.get(self.checker_column)):
+            return None
+        value = row[self.checker_column]
+        source, language = value, None
+        if isinstance(value, Mapping):
+            source = value.get("source") or value.get("checker") or ""
+            language = value.get("language")
+        if not isinstance(source, str) or not source.strip():
+            _cannot_judge(f"row {index}: column {self.checker_column!r} holds no checker source")
+            return False
+        language = _LANGUAGE_NAMES.get(str(language).lower()) if language else ("cpp" if "#include" in source else "python")
+        if language is None or (language == "cpp" and cpp_compiler() is None):
+            _cannot_judge(f"row {index}: the checker's language cannot run here ({value.get('language')!r})")
+            return False
+        return Checker(source, language, self.checker_order)
 
     def _row_language(self, value: Any) -> str | None:
-        if value is None or (isinstance(value, str) and not value.strip()):
+        if not _filled(value):
             return self.language
         language = _LANGUAGE_NAMES.get(str(value).strip().lower())
         if language is None:
-            return _cannot_judge(f"unknown language {value!r} in column {self.language_column!r}")
+            return _cannot_judge(f"unknown language {value!r} (column {self.language_column!r} or the row's format)")
         return language
-
-    @staticmethod
-    def _row_tests(tests: Any, language: str | None) -> list[CodeTest] | None:
-        parsed = parse_tests(tests)
-        if parsed is not None and language == "cpp" and any(test.kind != "stdio" for test in parsed):
-            return _cannot_judge("C++ rows need stdin/stdout tests, not assert statements")
-        return parsed
 
     @staticmethod
     def _extract(text: str, language: str) -> str:
         return extract_cpp_code(text) if language == "cpp" else extract_python_code(text)
 
-    def _evaluate(self, code: str, tests: list[CodeTest], language: str = "python") -> CodeTestReport:
+    def _evaluate(
+        self, code: str, tests: list[CodeTest], language: str = "python", checker: Checker | None = None
+    ) -> CodeTestReport:
         if not code.strip():
             outcomes = tuple(TestOutcome(False, "no_code", f"no {language} code in the completion") for _ in tests)
             return CodeTestReport(outcomes, self.sandbox.isolation, 0.0)
@@ -310,12 +370,13 @@ class CodeReward(Reward):
             sandbox=self.sandbox,
             timeout=self.timeout,
             max_output=self.max_output_bytes,
-            output_match=self.output_match,
+            output_match=self.output_match or "lines",
             stop_on_failure=not self.partial_credit,
             language=language,
             compile_timeout=self.compile_timeout,
             compile_memory=self.compile_memory_mb << 20,
             cpp_flags=self.cpp_flags,
+            checker=checker,
         )
 
     def _score(self, report: CodeTestReport) -> float:
@@ -324,8 +385,30 @@ class CodeReward(Reward):
             fraction = 1.0 if fraction == 1.0 else 0.0
         return self.incorrect_score + fraction * (self.correct_score - self.incorrect_score)
 
+    # ------------------------------------------------------------------------------------------ a batch
+
+    def _rows(self, columns: Mapping[str, Any], count: int) -> list[dict[str, Any]]:
+        """The batch as rows (column name -> value), with an error naming the columns when none holds tests."""
+        names = [
+            name for name, values in columns.items()
+            if name not in TRAINER_KEYS and isinstance(values, Sequence) and not isinstance(values, str)
+            and len(values) == count
+        ]
+        rows = [{name: columns[name][i] for name in names} for i in range(count)]
+        if self.tests_format == "tests" or (self.tests_format == "auto" and self.tests_column in names):
+            dataset_column(columns, self.tests_column, count, reward=self.__name__, argument="tests_column")
+        elif self.tests_format == "auto" and rows and not any(candidate_formats(row, self.tests_column) for row in rows):
+            available = sorted(name for name in columns if name not in TRAINER_KEYS)
+            raise KeyError(
+                f"Reward 'code' finds no test column in the batch (columns {available}). It reads the formats "
+                f"{sorted(FORMATS)} by their columns (`tests`, `test` + `entry_point`, `test_list`, `input_output`, "
+                "`public_tests`, `public_test_cases`, `verification_info`, ...): add one, or pass "
+                "tests_column=<column> for a column of asserts or stdin/stdout pairs."
+            )
+        return rows
+
     def score(self, texts: list[str], columns: Mapping[str, Any]) -> list[float | None]:
-        tests = dataset_column(columns, self.tests_column, len(texts), reward=self.__name__, argument="tests_column")
+        rows = self._rows(columns, len(texts))
         if self.language_column is not None:
             languages = dataset_column(
                 columns, self.language_column, len(texts), reward=self.__name__, argument="language_column"
@@ -333,18 +416,35 @@ class CodeReward(Reward):
         else:
             languages = [None] * len(texts)
         jobs = []
-        for index, (text, row_tests, row_language) in enumerate(zip(texts, tests, languages)):
-            language = self._row_language(row_language)
-            parsed = self._row_tests(row_tests, language) if language is not None else None
-            if parsed is not None:
-                jobs.append((index, self._extract(text, language), parsed, language))
+        for index, (text, row, row_language) in enumerate(zip(texts, rows, languages)):
+            job = self._job(text, row, row_language, self.tests_format, index)
+            if job is not None:
+                jobs.append((index, job))
         scores: list[float | None] = [None] * len(texts)
         if not jobs:
             return scores
         workers = min(self.num_workers or default_num_workers(), len(jobs))
         # Threads only wait: every program runs in its own sandbox process.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
-            reports = executor.map(lambda job: self._evaluate(job[1], job[2], job[3]), jobs)
-            for (index, *_), report in zip(jobs, reports):
-                scores[index] = self._score(report)
+            reports = executor.map(lambda job: self._evaluate(*job[1]), jobs)
+            for (index, _), report in zip(jobs, reports):
+                scores[index] = self._score_row(index, report)
         return scores
+
+    def _score_row(self, index: int, report: CodeTestReport) -> float | None:
+        if report.ran_no_check:
+            # Fail closed: a test that checks nothing would pass any program.
+            which = [i for i, outcome in enumerate(report.outcomes) if outcome.status == "no_check"]
+            _warn_once(
+                f"row {index} of the batch: test(s) {which} ran no check (no assert ran, no check(...) call, no "
+                "unittest test method, no output compared), so they would pass any program. Such rows score None "
+                "(cannot judge). Fix the column: make each test assert something about the program (call "
+                "`check(<function>)` after defining it, run the unittest TestCase, or give stdin/stdout pairs), or "
+                "pass tests_format=... naming the dataset's format."
+            )
+            return None
+        return self._score(report)
+
+
+def _filled(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())

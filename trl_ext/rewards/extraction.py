@@ -14,6 +14,7 @@ __all__ = [
     "gsm8k_answer",
     "last_boxed",
     "last_number",
+    "listed_choices",
     "reads_as_prose",
     "strip_math_delimiters",
     "tag_content",
@@ -174,3 +175,46 @@ def last_number(text: str) -> str | None:
     """The last number written in `text` (thousands separators, decimals, exponents, `a/b` fractions)."""
     numbers = [match.group(0) for match in _NUMBER.finditer(text) if re.search(r"\d", match.group(0))]
     return numbers[-1].strip() if numbers else None
+
+
+# An option marker in a question: `(B)`, `\textbf{(B)}`, `\text{(B) }`, or `B.` / `B)` / `B:` opening a line.
+_CHOICE_MARKER = re.compile(r"\(([A-J])\)|(?m:^[ \t]*([A-J])[.):](?=\s))")
+
+
+def listed_choices(question: str | None) -> tuple[tuple[str, str], ...]:
+    """The options a multiple-choice question lists, as `(letter, text)` in order: `(A) 2 (B) 3`, the AMC form
+    `$\\textbf{(A) }2\\qquad\\textbf{(B) }3$`, or one option a line (`A. 2`). Empty unless the letters run
+    A, B, C, ... (at least two): a stray `(C)` in a sentence is not a list of options."""
+    if not question:
+        return ()
+    markers = [(match.start(), match.end(), match.group(1) or match.group(2)) for match in _CHOICE_MARKER.finditer(question)]
+    # The last run A, B, C...: a question may cite earlier parts; the options close it.
+    start = max((index for index, (_, _, letter) in enumerate(markers) if letter == "A"), default=None)
+    if start is None:
+        return ()
+    run = [markers[start]]
+    for marker in markers[start + 1 :]:
+        if ord(marker[2]) != ord(run[-1][2]) + 1:
+            break
+        run.append(marker)
+    if len(run) < 2:
+        return ()
+    choices = []
+    for number, (_, end, letter) in enumerate(run):
+        stop = run[number + 1][0] if number + 1 < len(run) else len(question)
+        text = question[end:stop]
+        if number + 1 == len(run):  # the last option ends its line or sentence
+            text = re.split(r"\n|\.(?:\s|$)|\?", text)[0]
+        choices.append((letter, _choice_text(text)))
+    return tuple(choices)
+
+
+def _choice_text(text: str) -> str:
+    """An option's text without the markup around it: `}2\\qquad\\textbf{` -> `2`, `\\text{none}$` -> `none`."""
+    text = re.sub(r"\\(?:qquad|quad|hspace\{[^{}]*\})", " ", text)
+    text = re.sub(r"\\(?:textbf|text|mathrm)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\(?:textbf|text|mathrm)\{\s*$", "", text)  # the next option's opening `\textbf{`
+    text = text.strip().lstrip("}").strip()
+    while text.endswith("}") and text.count("}") > text.count("{"):
+        text = text[:-1].rstrip()
+    return text.strip("$ ,;").strip()

@@ -6,19 +6,22 @@ from .carry import (
     CarriedGroup,
     CarryBuffer,
     first_round_plan,
+    first_round_plans,
     staleness_stats,
     surplus_informative_groups,
 )
 from .dynamic_sampling import (
     KeepRateEstimator,
+    filter_reward_mask,
     filter_rewards,
     groups_to_keep,
     informative_group_mask,
+    prompts_for_processes,
     prompts_to_request,
     spare_groups_to_fill,
 )
 from .prompt_history import Outcome, PromptHistory, group_outcomes
-from .refill import RefillSampler, draw_unskipped, prompt_index, prompt_key
+from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
 
 __all__ = [
     "BackoffController",
@@ -29,14 +32,18 @@ __all__ = [
     "PromptHistory",
     "RefillSampler",
     "SamplingMode",
+    "StreamRefillSampler",
     "draw_unskipped",
+    "filter_reward_mask",
     "filter_rewards",
     "first_round_plan",
+    "first_round_plans",
     "group_outcomes",
     "groups_to_keep",
     "informative_group_mask",
     "prompt_index",
     "prompt_key",
+    "prompts_for_processes",
     "prompts_to_request",
     "spare_groups_to_fill",
     "staleness_stats",

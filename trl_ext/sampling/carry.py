@@ -172,6 +172,35 @@ def first_round_plan(usable: list[bool], size: int) -> tuple[list[bool], int]:
     return used, size - taken
 
 
+def first_round_plans(
+    indices_per_process: list[list[int]], skips: list[list[bool]], carried: set[int], size: int
+) -> tuple[list[int], list[list[int]], list[list[int]]]:
+    """The first round's prompts on every process: `size` each, the sampler's own first, then refills.
+
+    A sampler prompt the prompt history skips, or one already carried over, is not generated for.
+
+    Args:
+        indices_per_process: the dataset indices of each process's sampler prompts.
+        skips: for each of them, whether the prompt history skips it.
+        carried: indices of the prompts of carried groups.
+        size: prompts the first round generates on every process.
+
+    Returns:
+        Per process: how many refill prompts complete its round, which sampler prompts (indices) it generates for,
+        and their positions in its sampler batch.
+    """
+    plans = [
+        first_round_plan([not (skip or index in carried) for index, skip in zip(indices, flags, strict=True)], size)
+        for indices, flags in zip(indices_per_process, skips, strict=True)
+    ]
+    generated = [
+        [index for index, used in zip(indices, plan, strict=True) if used]
+        for indices, (plan, _) in zip(indices_per_process, plans, strict=True)
+    ]
+    positions = [[group for group, used in enumerate(plan) if used] for plan, _ in plans]
+    return [count for _, count in plans], generated, positions
+
+
 def staleness_stats(groups: list[CarriedGroup], policy_version: int) -> tuple[float, int]:
     """Mean and maximum staleness of `groups` at `policy_version`; `(0.0, 0)` for no groups."""
     if not groups:

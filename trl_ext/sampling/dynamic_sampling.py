@@ -174,3 +174,39 @@ class KeepRateEstimator:
         kept = sum(informative for informative, _ in self._rounds)
         seen = sum(groups for _, groups in self._rounds)
         return kept / seen
+
+
+def prompts_for_processes(
+    deficits: list[int], keep_rates: list[float | None], confidence: float, max_prompts: int
+) -> int:
+    """Prompts every process generates for in the next round: enough for the process that needs most.
+
+    Keep rates are tracked per process (processes may see very different ones); each process aims at the confidence
+    that makes all of them fill their batch together with probability `confidence`. An unknown keep rate is 1.
+    """
+    per_process_confidence = confidence ** (1 / len(deficits))
+    return max(
+        prompts_to_request(deficit, 1.0 if rate is None else rate, per_process_confidence, max_prompts)
+        for deficit, rate in zip(deficits, keep_rates, strict=True)
+    )
+
+
+def filter_reward_mask(names: list[str], judging: list[bool], wanted: str | None) -> list[bool]:
+    """Which reward functions decide informativeness: the one named `wanted`, or else every judging one.
+
+    Raises a ValueError naming the setting when `wanted` is not a reward function's name, or when no function judges
+    (only shaping penalties, which must never make a group look informative).
+    """
+    if wanted is not None:
+        if wanted not in names:
+            raise ValueError(
+                f"dynamic_sampling_filter_reward={wanted!r} is not one of the trainer's reward functions: "
+                f"{names}. Use one of these names, or None for the weighted sum of all of them."
+            )
+        return [name == wanted for name in names]
+    if not any(judging):
+        raise ValueError(
+            "Dynamic sampling needs a reward that judges answers, but the only reward functions are shaping "
+            f"penalties ({names}). Add a verifier reward, or set `dynamic_sampling=False` in DAPOConfig."
+        )
+    return list(judging)

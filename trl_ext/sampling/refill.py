@@ -110,3 +110,79 @@ def draw_unskipped(take, should_skip, start: int, count: int, patience: int) -> 
             else:
                 chosen.append(index)
     return chosen, start, skipped
+
+
+class StreamRefillSampler:
+    """Draws extra training prompts from a streamed dataset (`datasets.IterableDataset`), which cannot be indexed.
+
+    One stream, read in the same order on every process, is the global draw order: a generation batch's rounds take
+    its next rows, each process its own contiguous slice of a round's draw, as with `RefillSampler`. A prompt is
+    identified by its `prompt_key`; a row whose prompt the batch already holds (or drew) is passed over, so no prompt
+    repeats within a batch. Rows drawn are consumed: later batches go on from the stream's position, which
+    `state_dict` saves so that a resumed run draws what the interrupted one would have. When the stream ends a new
+    pass starts (reshuffled by its epoch); only a stream too small to fill a batch with distinct prompts repeats one.
+
+    The refill stream is shuffled with `seed + 1`, not the training dataloader's seed, so that refills do not draw
+    the very prompts the dataloader is about to yield.
+    """
+
+    def __init__(self, dataset, seed: int, shuffle: bool = True):
+        self.dataset = dataset
+        self.seed = seed
+        self.shuffle = shuffle
+        self.passes = 0  # completed passes over the stream
+        self.position = 0  # rows consumed from the current pass
+        self._iterator = None
+        self._batch: tuple[int, list[int]] | None = None  # (batch key, prompt keys drawn for it, in order)
+        self._rows: dict[int, dict] = {}  # prompt key -> row, for the current batch's draws
+
+    def _next_row(self) -> dict | None:
+        """The stream's next row, or None when the current pass ends (the next call starts a new one)."""
+        if self._iterator is None:
+            stream = self.dataset
+            if self.shuffle:
+                stream = stream.shuffle(seed=self.seed + 1)
+                stream.set_epoch(self.passes)
+            self._iterator = iter(stream.skip(self.position) if self.position else stream)
+        try:
+            row = next(self._iterator)
+        except StopIteration:
+            if self.position == 0:
+                raise ValueError("Dynamic sampling draws refill prompts from the training stream, which is empty.")
+            self._iterator, self.passes, self.position = None, self.passes + 1, 0
+            return None
+        self.position += 1
+        return row
+
+    def take(self, batch_key: int, batch_indices: Sequence[int], start: int, count: int) -> list[int]:
+        """Prompt keys at positions `start` to `start + count` of the batch's draw (over all processes)."""
+        if self._batch is None or self._batch[0] != batch_key:
+            self._batch, self._rows = (batch_key, []), {}
+        drawn = self._batch[1]
+        excluded = set(batch_indices) | set(drawn)
+        passes_without_a_new_prompt = 0
+        while len(drawn) < start + count:
+            row = self._next_row()
+            if row is None:
+                passes_without_a_new_prompt += 1
+                if passes_without_a_new_prompt > 1:  # every prompt is in the batch already: repeat one
+                    excluded = set()
+                continue
+            key = prompt_key(row.get("prompt"))
+            if key in excluded:
+                continue
+            excluded.add(key)
+            drawn.append(key)
+            self._rows[key] = dict(row)
+            passes_without_a_new_prompt = 0
+        return drawn[start : start + count]
+
+    def row(self, key: int) -> dict:
+        """The row of a prompt key drawn for the current batch."""
+        return self._rows[key]
+
+    def state_dict(self) -> dict[str, int]:
+        return {"passes": self.passes, "position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.passes, self.position, self._iterator = int(state["passes"]), int(state["position"]), None

@@ -15,21 +15,32 @@ What decides a test, by kind (the trainer builds the plan, see `trl_ext.sandbox.
   the sandbox: a program cannot fake a pass without computing the right value.
 - "stdio": the child runs the solution as `__main__` with the test's input on stdin; the harness reports its
   stdout, which the trainer compares with the expected output (also never in the sandbox).
-- "statement": any other test statement. It passes only if the child echoes, on its result pipe, a nonce
-  that the harness handed it on another pipe and that the child reads after the statement returned without
-  raising. Exiting early (`sys.exit(0)`, `os._exit(0)`), killing the harness, or replacing harness functions
-  (`import __main__`; `__main__.exec = ...`) yields no nonce. The child's audit hook refuses
-  `sys.settrace`/`sys.setprofile` (a trace function could skip the assert), frame and object-graph
-  enumeration, and new audit hooks.
+- "statement": any other test statement (a HumanEval `check(...)` call, a pytest-style test function, a
+  unittest method). It passes only if it returned without raising *and ran at least one check*. The trainer
+  rewrote the statement's `assert`s (`trl_ext.sandbox.testing.instrument_checks`) so that each one that runs
+  and holds counts a check, and compares plain data with plain data (an object whose own `__eq__` says True
+  cannot satisfy `assert f(x) == 3`); unittest and pytest runners count their assertion calls. The child
+  reads a nonce from its nonce pipe and closes the pipe *before* the solution runs, and after the statement
+  writes the nonce and the number of checks on its result pipe: a statement that ran no check is reported as
+  such and the trainer scores the row "cannot judge" (never a pass). Exiting early (`sys.exit(0)`,
+  `os._exit(0)`), killing the harness, writing a fake record on the result pipe, or replacing harness
+  functions (`import __main__`; `__main__.exec = ...`) yields no valid record. The nonce and the check
+  counter live only in this harness's frames, so the child's audit hook refuses what reaches frames or raw
+  memory: `sys._getframe` (ValueError, which the standard library's callers handle), a traceback's,
+  generator's or coroutine's frame, `sys.settrace`/`sys.setprofile`, `sys._current_frames`, object-graph
+  enumeration (`gc`), new audit hooks, every `ctypes` operation, and opening `/proc/*/mem`; Python signal
+  handlers (whose second argument is a frame) cannot be installed.
 
-Before a test runs, the child puts every loaded module back as it was before the solution ran, and gives the
-test the genuine builtins and modules for the names it uses: a solution that replaced `math.isclose`,
-`builtins.abs`, or rebound `sorted` in its own namespace does not change what the test computes. (A task whose
-function is named like a builtin, `def sum(...)`, is therefore tested against the builtin.)
+Before a test runs, the child puts every loaded module, and every class defined in one, back as it was before
+the solution ran, and gives the test the genuine builtins and modules for the names it uses: a solution that
+replaced `math.isclose`, `builtins.abs`, `unittest.TestCase.run`, rebound `sorted` in its own namespace, or
+planted a fake module under a name the test imports does not change what the test computes. (A task whose
+function is named like a builtin, `def sum(...)`, is therefore tested against the builtin.) Modules the
+solution imported itself stay loaded, so a test's `unittest.mock.patch("random.randint")` patches the module
+the solution uses. The solution is importable as the module `solution` (`from solution import f`).
 
-What this cannot stop, and the sandbox then contains: for statement tests (only), a solution written against
-this harness can read its nonce pipe while the test runs, or inspect the calling test's frame for expected
-values, and fake that test.
+What this cannot stop, and the sandbox then contains: code that breaks the interpreter itself (a bug in a C
+extension) to read the harness's memory.
 
 C++ (`"language": "cpp"` in the plan): the harness first runs the compiler command of the plan once, in a
 child process group with its own wall-clock, CPU-time and address-space limits and stdin from /dev/null, and
@@ -64,8 +75,19 @@ _BLOCKED_AUDIT_EVENTS = frozenset(
         "gc.get_objects",
         "gc.get_referrers",
         "gc.get_referents",
+        "sys._current_exceptions",
     }
 )
+# Attributes that hand out a frame, whose `f_back` chain leads to the harness's locals (nonce, check counter).
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+# Names the instrumented test code calls (see `trl_ext.sandbox.testing.instrument_checks`).
+_CHECK_NAME = "__trl_ext_check__"
+_COMPARE_NAME = "__trl_ext_compare__"
+_TRUTH_NAME = "__trl_ext_truth__"
+_TRUST_NAME = "__trl_ext_trust_comparison__"
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement, not a built-in type
+_COMPARISON_METHODS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__bool__",
+                       "__len__", "__hash__")
 
 
 # Standard-library modules a test may name, minus those with side effects on import.
@@ -141,19 +163,140 @@ def _write_all(write, fd, data):
         data = data[write(fd, data):]
 
 
-def _module_snapshot():
-    """Copy the namespaces of every loaded module (and `sys.modules`); return a function that puts them back."""
-    saved = [(sys.modules, dict(sys.modules))]
-    for module in list(sys.modules.values()):
+def _decode_value(node):
+    """Inverse of `encode_value`: fresh plain objects (no method of the solution runs)."""
+    if isinstance(node, list):
+        return [_decode_value(item) for item in node]
+    if node is None or isinstance(node, (bool, str)):
+        return node
+    ((tag, payload),) = node.items()
+    if tag == "int":
+        return int(payload)
+    if tag == "float":
+        return float(payload)
+    if tag == "complex":
+        return complex(float(payload[0]), float(payload[1]))
+    if tag == "bytes":
+        return bytes.fromhex(payload)
+    if tag in ("tuple", "set", "frozenset"):
+        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](_decode_value(item) for item in payload)
+    if tag == "dict":
+        return {_decode_value(key): _decode_value(value) for key, value in payload}
+    if tag == "fraction":
+        import fractions
+
+        return fractions.Fraction(int(payload[0]), int(payload[1]))
+    if tag == "decimal":
+        import decimal
+
+        return decimal.Decimal(payload)
+    raise ValueError(tag)
+
+
+_NOT_PLAIN = object()
+
+
+def _make_comparisons(trusted_types):
+    """`compare(left, op, right)`, `truth(value)` and `trust(cls)` for instrumented asserts.
+
+    Plain data (see `encode_value`) is compared as fresh copies, so a subclass's `__eq__` never runs. A value
+    that is not plain data compared with plain data is refused when its class defines comparison methods in
+    Python (an "equal to anything" object), unless the test itself trusted that class (`pytest.approx`).
+    """
+    encode, decode, unencodable, not_plain = encode_value, _decode_value, _Unencodable, _NOT_PLAIN
+    heap, methods, type_flags = _HEAP_TYPE, _COMPARISON_METHODS, type.__dict__["__flags__"].__get__
+    mro_of, vars_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+    operators = {
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
+        "not in": lambda a, b: a not in b,
+    }
+
+    def plain(value):
+        try:
+            return decode(encode(value, max_items=200_000))
+        except (unencodable, RecursionError, ValueError, TypeError):
+            return not_plain
+
+    def defines_comparison_in_python(value):
+        for cls in mro_of(type(value)):
+            if type_flags(cls) & heap and cls not in trusted_types:
+                namespace = vars_of(cls)
+                if any(name in namespace for name in methods):
+                    return True
+        return False
+
+    def compare(left, op, right):
+        plain_left, plain_right = plain(left), plain(right)
+        if plain_left is not not_plain and plain_right is not not_plain:
+            return operators[op](plain_left, plain_right)
+        if (plain_left is not_plain) != (plain_right is not_plain):
+            other = left if plain_left is not_plain else right
+            if defines_comparison_in_python(other):
+                return False
+        return operators[op](left, right)
+
+    def truth(value):
+        plain_value = plain(value)
+        if plain_value is not not_plain:
+            return bool(plain_value)
+        if defines_comparison_in_python(value):
+            return False
+        return bool(value)
+
+    def trust(cls):
+        trusted_types.add(cls)
+        return cls
+
+    return compare, truth, trust
+
+
+def _module_snapshot(drop_if_new=()):
+    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`); return a
+    function that puts them back.
+
+    Modules loaded later (by the solution) stay loaded, except those named in `drop_if_new` (modules the
+    test imports that could not be loaded beforehand: a solution must not plant a fake one for the test).
+    """
+    modules = sys.modules
+    saved_modules = dict(modules)
+    saved, classes = [], []
+    for module in list(modules.values()):
         namespace = getattr(module, "__dict__", None)
         if type(namespace) is dict:
             saved.append((namespace, dict(namespace)))
-    clear, update = dict.clear, dict.update
+            module_name = namespace.get("__name__")
+            for value in list(namespace.values()):
+                if isinstance(value, type) and type.__dict__["__flags__"].__get__(value) & _HEAP_TYPE:
+                    if getattr(value, "__module__", None) == module_name:
+                        classes.append((value, dict(vars(value))))
+    clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
+    class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
+    list_, prefixes = list, tuple(name + "." for name in drop_if_new)
+    starts, dropped = str.startswith, frozenset(drop_if_new)
 
     def restore():  # no name lookups: the solution may have replaced any builtin
+        for name in list_(modules):
+            if name not in saved_modules and (name in dropped or starts(name, prefixes)):
+                pop(modules, name, None)
+        update(modules, saved_modules)
         for namespace, snapshot in saved:
             clear(namespace)
             update(namespace, snapshot)
+        for cls, snapshot in classes:
+            current = class_dict(cls)
+            for name in list_(current):
+                if name not in snapshot:
+                    try:
+                        delete_attribute(cls, name)
+                    except (AttributeError, TypeError):
+                        pass
+            for name, value in snapshot.items():
+                if proxy_get(current, name, snapshot) is not value:
+                    try:
+                        set_attribute(cls, name, value)
+                    except (AttributeError, TypeError):
+                        pass
 
     return restore
 
@@ -191,9 +334,10 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_se
     `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
     its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
     """
-    write, exit_, read, flush_targets = os.write, os._exit, os.read, (sys.stdout, sys.stderr)
+    write, exit_, read, close, flush_targets = os.write, os._exit, os.read, os.close, (sys.stdout, sys.stderr)
     exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
     result_fd, nonce_fd, unencodable, copy_dict = _RESULT_FD, _NONCE_FD, _Unencodable, dict
+    modules, module_type = sys.modules, type(sys)
     os.setpgid(0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
     # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
@@ -201,17 +345,54 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_se
     for source, target in ((stdin, 0), (stdout, 1), (devnull, 2), (result, _RESULT_FD), (nonce, _NONCE_FD)):
         os.dup2(source, target)
     os.closerange(_NONCE_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    # The nonce is read before the solution runs and its pipe closed: the solution cannot read it there.
+    secret = read(nonce_fd, 64)
+    close(nonce_fd)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    blocked, refusal = _BLOCKED_AUDIT_EVENTS, RuntimeError
+    blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
+    starts, ends, is_instance, text_types = str.startswith, str.endswith, isinstance, (str, bytes)
+    open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
+
+    def real_path(path):
+        # Where `path` leads, as the kernel resolves it (an O_PATH descriptor reads nothing).
+        busy.append(1)
+        try:
+            fd = open_path(path, path_flag)
+        except OSError:
+            return ""
+        finally:
+            busy.clear()
+        try:
+            return read_link(fd_path + str(fd))
+        finally:
+            close(fd)
 
     def audit(event, args):
-        if event in blocked:
+        if event in blocked or starts(event, "ctypes."):
             raise refusal(f"{event} is not allowed in the code sandbox")
+        if event == "sys._getframe":
+            raise bad_value("call stack is not available in the code sandbox")
+        if event == "object.__getattr__" and args[1] in frame_attributes:
+            raise refusal(f"{args[1]} is not available in the code sandbox")
+        if event == "open" and not busy and is_instance(args[0], text_types):
+            path = real_path(args[0])
+            if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
+                raise refusal("reading process memory is not allowed in the code sandbox")
 
     sys.addaudithook(audit)
-    namespace = {"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins}
+    checks = [0]
+
+    def count_check():
+        checks[0] += 1
+
+    compare, truth, trust = _make_comparisons(set())
+    solution_module = module_type("solution")
+    namespace = solution_module.__dict__
+    namespace.update({"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins})
+    if kind != "stdio":
+        modules["solution"] = solution_module  # a test may `from solution import f`; so may the solution itself
     stage = "load"
     try:
         try:
@@ -223,8 +404,12 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_se
                 # replaced `math.isclose` or `builtins.abs` at import cannot make an assert pass), and the
                 # solution's names except where they rebind a builtin or module the test uses.
                 restore_modules()
+                modules["solution"] = solution_module
                 test_globals = copy_dict(namespace)
                 test_globals.update(genuine)
+                test_globals.update({"__name__": "__test__", "__trl_ext_check__": count_check,
+                                     "__trl_ext_compare__": compare, "__trl_ext_truth__": truth,
+                                     "__trl_ext_trust_comparison__": trust})
             if kind == "value":
                 payload = dumps(encode(eval_(test_code, test_globals))).encode()
                 if len(payload) > max_value_bytes:
@@ -232,7 +417,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, fds, cpu_se
                 write_all(write, result_fd, b"V" + payload)
             elif kind == "statement":
                 exec_(test_code, test_globals)
-                write_all(write, result_fd, b"P" + read(nonce_fd, 64))
+                write_all(write, result_fd, b"P" + secret + b":" + str(checks[0]).encode())
         except SystemExit as stop:
             # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
             if kind != "stdio" or stop.code not in (None, 0):
@@ -365,8 +550,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     else:
         stdin_fd = os.open(os.devnull, os.O_RDONLY)
     nonce = os.urandom(16).hex().encode()
-    if kind == "statement":
-        os.write(nonce_write, nonce)  # 32 bytes fit in the pipe; the child reads them after the statement ran
+    os.write(nonce_write, nonce)  # 32 bytes fit in the pipe; the child reads them before the solution runs
     os.close(nonce_write)
     child_fds = (result_write, nonce_read, stdin_fd, stdout_write)
     pid = os.fork()
@@ -461,10 +645,13 @@ def _record(kind, result, output, status, reason, nonce):
     elif kind == "value" and body.startswith(b"V"):
         record.update(status="value", value=body[1:].decode(errors="replace"))
     elif kind == "statement" and body.startswith(b"P"):
-        if body[1:] == nonce:
-            record.update(status="passed")
-        else:
+        secret, _, count = body[1:].partition(b":")
+        if secret != nonce or not count.isdigit():
             record.update(status="failed", reason="bad_nonce")
+        elif int(count) == 0:
+            record.update(status="no_check")
+        else:
+            record.update(status="passed", checks=int(count))
     elif kind == "stdio" and body == b"D":
         record.update(status="output", stdout=output.decode(errors="replace"))
     elif os.WIFSIGNALED(status):
@@ -482,6 +669,20 @@ def _make_undumpable():
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
     except (OSError, AttributeError, ImportError):
         pass
+
+
+def _refuse_signal_handlers():
+    """`signal.signal` accepts only SIG_DFL and SIG_IGN: a Python handler receives the interrupted frame."""
+    import _signal
+
+    original, allowed, as_int = _signal.signal, (signal.SIG_DFL, signal.SIG_IGN), int
+
+    def only_default_handlers(number, handler):
+        if handler not in allowed:
+            raise RuntimeError("Python signal handlers are not allowed in the code sandbox")
+        return original(as_int(number), as_int(handler))
+
+    _signal.signal = signal.signal = only_default_handlers
 
 
 def main(argv):
@@ -532,18 +733,22 @@ def main(argv):
         for index in range(len(tests)):
             emit(index, {"status": "failed", "reason": "syntax_error", "error": f"{type(error).__name__}: {error}"})
         return
-    # Standard modules the tests name (`math` in `math.isclose(...)`) are loaded before any solution runs, so
-    # the tests get them as they were then (`_genuine_names`, `_module_snapshot`).
-    named = set()
+    # Standard modules the tests name (`math` in `math.isclose(...)`) and the modules they import are loaded
+    # before any solution runs, so the tests get them as they were then (`_genuine_names`, `_module_snapshot`).
+    named, imported = set(), set()
     for test in tests:
         if test["kind"] != "stdio":
             named.update(_names_in(compile(test["source"], "<test>", "eval" if test["kind"] == "value" else "exec")))
-    for name in sorted(named & _IMPORTABLE_STDLIB):
+            imported.update(test.get("imports", ()))
+    not_loaded = []
+    for name in sorted((named & _IMPORTABLE_STDLIB) | (imported - {"solution"})):
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - a module that fails to import is simply not pre-loaded
-            pass
-    restore_modules = _module_snapshot()
+            if name in imported:
+                not_loaded.append(name)
+    _refuse_signal_handlers()
+    restore_modules = _module_snapshot(drop_if_new=not_loaded)
     skip_reason = None
     for index, test in enumerate(tests):
         kind = test["kind"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import math
 import operator
 import shutil
 import textwrap
@@ -30,6 +31,7 @@ from .core import Sandbox
 __all__ = [
     "LANGUAGES",
     "OUTPUT_MATCHES",
+    "Checker",
     "CodeTest",
     "CodeTestReport",
     "TestOutcome",
@@ -45,7 +47,9 @@ LANGUAGES = ("python", "cpp")
 DEFAULT_CPP_FLAGS = ("-std=c++17", "-O2", "-pipe")
 _MAX_DIAGNOSTICS = 16 << 10
 
-OUTPUT_MATCHES = ("exact", "stripped", "lines", "tokens")
+OUTPUT_MATCHES = ("exact", "stripped", "lines", "tokens", "numbers", "apps")
+DEFAULT_REL_TOL = 1e-6
+DEFAULT_ABS_TOL = 1e-6
 # Largest encoded value a test may send back (a returned list of a million ints is about 7 MB).
 _MAX_VALUE_BYTES = 8 << 20
 # Time the sandbox may take beyond the tests' own timeouts: starting bubblewrap and Python, forking children.
@@ -63,6 +67,8 @@ _COMPARISONS = {
     "not in": lambda a, b: a not in b,
     "is": operator.is_,
     "is not": operator.is_not,
+    # Call-based tests (APPS/TACO, LiveCodeBench): `expected` lists the accepted values; tuples read as lists.
+    "any of": lambda value, accepted: any(_lists_for_tuples(value) == _lists_for_tuples(a) for a in accepted),
 }
 _AST_OPERATORS = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -87,12 +93,79 @@ class CodeTest:
     expected: Any = None
     operator: str = "=="
     literal_first: bool = False
+    # stdio tests: how this test's output is compared (None: the caller's `output_match`), its tolerances.
+    output_match: str | None = None
+    rel_tol: float | None = None
+    abs_tol: float | None = None
 
     def plan(self) -> dict:
-        """What the sandbox harness receives: never the expected value."""
+        """What the sandbox harness receives: never the expected value. Statement tests go in instrumented
+        (see `instrument_checks`), with the modules they import, which the harness loads before the solution."""
         if self.kind == "stdio":
             return {"kind": "stdio", "stdin": self.stdin}
+        if self.kind == "statement":
+            source, imports = _instrumented(self.source)
+            return {"kind": "statement", "source": source, "imports": list(imports)}
         return {"kind": self.kind, "source": self.source}
+
+
+# Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
+CHECK_FUNCTION = "__trl_ext_check__"
+COMPARE_FUNCTION = "__trl_ext_compare__"
+TRUTH_FUNCTION = "__trl_ext_truth__"
+_COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                    ast.In: "in", ast.NotIn: "not in"}
+
+
+class _CheckInstrumenter(ast.NodeTransformer):
+    """`assert <test>, <message>` becomes `if not <test'>: raise AssertionError(<message>)` followed by a call
+    that counts one check; in `<test'>` comparisons and truth tests go through the harness's plain-data
+    comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing."""
+
+    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        self.generic_visit(node)
+        failure = ast.Raise(
+            exc=ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg is not None else [], []),
+            cause=None,
+        )
+        statements: list[ast.stmt] = [ast.If(ast.UnaryOp(ast.Not(), _guarded(node.test)), [failure], [])]
+        if _literal(node.test) is _NOT_LITERAL:
+            statements.append(ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], [])))
+        return [ast.copy_location(statement, node) for statement in statements]
+
+
+def _guarded(test: ast.expr) -> ast.expr:
+    if isinstance(test, ast.BoolOp):
+        return ast.BoolOp(test.op, [_guarded(value) for value in test.values])
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.UnaryOp(ast.Not(), _guarded(test.operand))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE_SYMBOLS:
+        return ast.Call(
+            ast.Name(COMPARE_FUNCTION, ast.Load()),
+            [test.left, ast.Constant(_COMPARE_SYMBOLS[type(test.ops[0])]), test.comparators[0]],
+            [],
+        )
+    if isinstance(test, ast.Compare):  # `is`, `is not`, chained comparisons: as written
+        return test
+    return ast.Call(ast.Name(TRUTH_FUNCTION, ast.Load()), [test], [])
+
+
+def instrument_checks(source: str) -> str:
+    """A test statement rewritten so that the sandbox can tell how many checks ran (see `_CheckInstrumenter`)."""
+    return _instrumented(source)[0]
+
+
+@lru_cache(maxsize=4096)
+def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
+    tree = ast.parse(source)
+    imports = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imports.add(node.module)
+    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
+    return ast.unparse(tree), tuple(sorted(imports))
 
 
 def _literal(node: ast.AST) -> Any:
@@ -136,11 +209,19 @@ def cpp_compiler() -> str | None:
     return str(Path(found).absolute()) if found else None
 
 
-def outputs_match(actual: str, expected: str, mode: str = "lines") -> bool:
+def outputs_match(
+    actual: str,
+    expected: str,
+    mode: str = "lines",
+    rel_tol: float | None = None,
+    abs_tol: float | None = None,
+) -> bool:
     """Whether a program's stdout matches the expected output.
 
     `exact`: identical; `stripped`: identical after stripping both ends; `lines`: same lines after stripping
-    both ends and trailing spaces of each line (`\\r\\n` = `\\n`); `tokens`: same whitespace-separated tokens.
+    both ends and trailing spaces of each line (`\\r\\n` = `\\n`); `tokens`: same whitespace-separated tokens;
+    `numbers`: same tokens, where two tokens that both read as numbers may differ by `rel_tol` (relative) or
+    `abs_tol` (absolute), default 1e-6 each; `apps`: the APPS/TACO rule: `lines`, else `tokens`, else `numbers`.
     """
     if mode == "exact":
         return actual == expected
@@ -152,7 +233,46 @@ def outputs_match(actual: str, expected: str, mode: str = "lines") -> bool:
         ]
     if mode == "tokens":
         return actual.split() == expected.split()
+    if mode == "numbers":
+        return _tokens_match_numerically(actual.split(), expected.split(), rel_tol, abs_tol)
+    if mode == "apps":
+        return any(outputs_match(actual, expected, each, rel_tol, abs_tol) for each in ("lines", "tokens", "numbers"))
     raise ValueError(f"output_match must be one of {OUTPUT_MATCHES}, got {mode!r}.")
+
+
+def _number(token: str) -> float | None:
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _tokens_match_numerically(
+    actual: list[str], expected: list[str], rel_tol: float | None, abs_tol: float | None
+) -> bool:
+    if len(actual) != len(expected):
+        return False
+    rel = DEFAULT_REL_TOL if rel_tol is None else rel_tol
+    absolute = DEFAULT_ABS_TOL if abs_tol is None else abs_tol
+    for got, want in zip(actual, expected):
+        if got == want:
+            continue
+        got_number, want_number = _number(got), _number(want)
+        if got_number is None or want_number is None:
+            return False
+        if not math.isclose(got_number, want_number, rel_tol=rel, abs_tol=absolute):
+            return False
+    return True
+
+
+def _lists_for_tuples(value: Any) -> Any:
+    """Tuples read as lists, at any depth: call-based datasets store a returned tuple as a JSON list."""
+    if isinstance(value, (list, tuple)):
+        return [_lists_for_tuples(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _lists_for_tuples(item) for key, item in value.items()}
+    return value
 
 
 def _decode(node: Any) -> Any:
@@ -186,6 +306,12 @@ def _decode(node: Any) -> Any:
     raise ValueError(f"not an encoded value: {str(node)[:80]}")
 
 
+NO_CHECK_DETAIL = (
+    "the test returned without running any check (no assert ran, no assertion method was called): it cannot "
+    "tell a right program from a wrong one"
+)
+
+
 @dataclass(frozen=True)
 class TestOutcome:
     """Verdict on one test: `status` is "passed" or why it failed ("wrong_value", "wrong_output",
@@ -210,6 +336,11 @@ class CodeTestReport:
     compile: Mapping[str, Any] | None = None
 
     @property
+    def ran_no_check(self) -> bool:
+        """Some test returned without running a check: the tests, not the program, are at fault."""
+        return any(outcome.status == "no_check" for outcome in self.outcomes)
+
+    @property
     def fraction_passed(self) -> float:
         return sum(outcome.passed for outcome in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
 
@@ -231,11 +362,117 @@ def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) 
         return TestOutcome(passed, "passed" if passed else "wrong_value", "" if passed else repr(actual)[:200])
     if test.kind == "statement" and status == "passed":
         return TestOutcome(True, "passed")
+    if test.kind == "statement" and status == "no_check":
+        return TestOutcome(False, "no_check", NO_CHECK_DETAIL)
     if test.kind == "stdio" and status == "output":
         stdout = str(record.get("stdout", ""))
-        passed = outputs_match(stdout, test.expected, output_match)
+        passed = outputs_match(stdout, test.expected, test.output_match or output_match, test.rel_tol, test.abs_tol)
         return TestOutcome(passed, "passed" if passed else "wrong_output", "" if passed else stdout[:200])
     return TestOutcome(False, "bad_record", f"unexpected record {str(record)[:120]}")
+
+
+CHECKER_ORDERS = {
+    "input expected actual": ("input", "expected", "actual"),
+    "testlib": ("input", "actual", "expected"),  # testlib's `checker <input> <output> <answer>`
+}
+
+
+@dataclass(frozen=True)
+class Checker:
+    """A program that judges one stdin/stdout test: run as `checker <input> <expected> <actual>` (three file
+    paths; `argument_order="testlib"` gives testlib's `<input> <output> <answer>`), exit status 0 accepts.
+
+    `language` is "python" or "cpp" (compiled once per run, in the sandbox, with `g++`; testlib's header is
+    used when the system has it, otherwise the checker must not include it)."""
+
+    source: str
+    language: str = "python"
+    argument_order: str = "input expected actual"
+
+    def __post_init__(self):
+        if self.language not in LANGUAGES:
+            raise ValueError(f"Checker language must be one of {LANGUAGES}, got {self.language!r}.")
+        if self.argument_order not in CHECKER_ORDERS:
+            raise ValueError(f"Checker argument_order must be one of {sorted(CHECKER_ORDERS)}, got {self.argument_order!r}.")
+
+
+# Runs inside the sandbox: compiles a C++ checker once, then runs the checker on each test's three files.
+_CHECKER_RUNNER = r"""
+import json, subprocess, sys
+plan = json.load(open(sys.argv[1]))
+def report(record):
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+if plan["compile"]:
+    try:
+        built = subprocess.run(plan["compile"], stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=plan["compile_timeout"])
+        failure = built.returncode != 0 and built.stderr.decode(errors="replace")[-1500:]
+    except subprocess.TimeoutExpired:
+        failure = "the checker did not compile in time"
+    if failure:
+        report({"checker_error": failure})
+        sys.exit(0)
+for index in plan["tests"]:
+    files = {"input": f"input_{index}", "expected": f"expected_{index}", "actual": f"actual_{index}"}
+    try:
+        done = subprocess.run(plan["command"] + [files[name] for name in plan["order"]], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=plan["timeout"])
+        report({"test": index, "status": done.returncode,
+                "message": (done.stdout + done.stderr).decode(errors="replace")[-200:]})
+    except subprocess.TimeoutExpired:
+        report({"test": index, "status": "timeout", "message": "the checker ran out of time"})
+"""
+
+
+def _run_checker(
+    checker: Checker,
+    tests: Sequence[CodeTest],
+    outputs: Mapping[int, str],
+    *,
+    sandbox: Sandbox,
+    timeout: float,
+    compile_timeout: float,
+    compile_memory: int,
+) -> dict[int, TestOutcome]:
+    """Verdicts of `checker` on the stdin/stdout tests whose program output is in `outputs`, from one sandbox run."""
+    files: dict[str, str] = {"runner.py": _CHECKER_RUNNER}
+    for index, output in outputs.items():
+        files.update({f"input_{index}": tests[index].stdin, f"expected_{index}": str(tests[index].expected),
+                      f"actual_{index}": output})
+    plan: dict[str, Any] = {"tests": sorted(outputs), "timeout": timeout, "order": CHECKER_ORDERS[checker.argument_order],
+                            "compile": None, "compile_timeout": compile_timeout}
+    wall = _STARTUP_ALLOWANCE + len(outputs) * (timeout + _PER_TEST_OVERHEAD)
+    limits = replace(sandbox.limits, wall_time=wall, cpu_time=wall)
+    if checker.language == "cpp":
+        compiler = cpp_compiler()
+        if compiler is None:
+            raise RuntimeError("A C++ checker needs `g++` (apt-get install g++).")
+        files["checker.cpp"] = checker.source
+        plan["compile"] = [compiler, *DEFAULT_CPP_FLAGS, "-o", "checker", "checker.cpp"]
+        plan["command"] = ["./checker"]
+        wall += compile_timeout
+        limits = replace(limits, wall_time=wall, cpu_time=wall, memory=max(sandbox.limits.memory, compile_memory))
+    else:
+        files["checker.py"] = checker.source
+        plan["command"] = [sandbox.python, "-I", "-S", "checker.py"]
+    files["plan.json"] = json.dumps(plan)
+    result = sandbox.run_python("runner.py", files=files, args=["plan.json"], limits=limits)
+    verdicts: dict[int, TestOutcome] = {}
+    for line in result.stdout.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if "checker_error" in record:
+            _warn_once(f"a checker did not compile; its tests score as failed:\n{record['checker_error']}")
+            break
+        index = record.get("test")
+        if index in outputs:
+            accepted = record.get("status") == 0
+            verdicts[index] = TestOutcome(accepted, "passed" if accepted else "checker_rejected",
+                                          "" if accepted else str(record.get("message", ""))[:200])
+    return verdicts
 
 
 @lru_cache(maxsize=1)
@@ -256,6 +493,7 @@ def run_code_tests(
     compile_timeout: float = 30.0,
     compile_memory: int = 2 << 30,
     cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
+    checker: Checker | None = None,
 ) -> CodeTestReport:
     """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
 
@@ -266,6 +504,9 @@ def run_code_tests(
     `compile_timeout` seconds (wall clock and CPU) and `compile_memory` bytes of address space per compiler
     process; a failed or timed-out compile fails every test (`compile_error`, `compile_timeout`). The tests
     must be stdin/stdout tests; each runs the binary with the sandbox's per-process memory limit.
+
+    With a `checker`, each stdin/stdout test's output is judged by that program instead of compared with the
+    expected output (a second sandbox run, after the program's).
     """
     if not tests:
         raise ValueError("run_code_tests needs at least one test.")
@@ -332,8 +573,20 @@ def run_code_tests(
         # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
         # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
         _warn_once(f"the harness failed, every test of that run scored as failed:\n{stderr[-1500:]}")
+    outcomes = [_judge(test, records.get(i), output_match) for i, test in enumerate(tests)]
+    if checker is not None:
+        outputs = {
+            i: str(records[i].get("stdout", ""))
+            for i, test in enumerate(tests)
+            if test.kind == "stdio" and records.get(i, {}).get("status") == "output"
+        }
+        if outputs:
+            verdicts = _run_checker(checker, tests, outputs, sandbox=sandbox, timeout=timeout,
+                                    compile_timeout=compile_timeout, compile_memory=compile_memory)
+            for i in outputs:
+                outcomes[i] = verdicts.get(i, TestOutcome(False, "checker_failed", "the checker gave no verdict"))
     return CodeTestReport(
-        outcomes=tuple(_judge(test, records.get(i), output_match) for i, test in enumerate(tests)),
+        outcomes=tuple(outcomes),
         isolation=result.isolation,
         wall_time=result.wall_time,
         sandbox_timed_out=result.timed_out,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
@@ -26,26 +27,35 @@ from ..sampling import (
     PromptHistory,
     RefillSampler,
     SamplingMode,
+    StreamRefillSampler,
     draw_unskipped,
+    filter_reward_mask,
     filter_rewards,
-    first_round_plan,
+    first_round_plans,
     group_outcomes,
     groups_to_keep,
     informative_group_mask,
     prompt_index,
     prompt_key,
-    prompts_to_request,
+    prompts_for_processes,
     spare_groups_to_fill,
     surplus_informative_groups,
 )
 from ..sampling.assembly import (
     Round,
+    Rows,
     assemble,
+    carried_payload,
     carried_round,
     completion_lengths,
+    extra_per_row_fields,
     group_rows,
-    select_rows,
+    images_as_tensors,
+    images_from_tensors,
+    rollout_rows,
+    sampled_log_probs,
 )
+from ..sampling.environments import free_instances, lent_pool, stand_ins
 from .dapo_config import DAPOConfig
 from .scoring import (
     TRL_CONTINUOUS_REWARD_NAMES,
@@ -61,6 +71,9 @@ _TRL_LOGGER = logging.get_logger("trl.trainer.grpo_trainer")
 # Saved in each checkpoint so a resumed run requests the prompts the interrupted one would have.
 DYNAMIC_SAMPLING_STATE_FILE = "dynamic_sampling_state.json"
 
+# Refill candidates a stream's prompt history may skip in a row before it must take them.
+STREAM_SKIP_PATIENCE = 10_000
+
 # Each process saves its carried groups in its own file of the checkpoint.
 CARRY_STATE_FILE = "dynamic_sampling_carry_{process}.pt"
 # Batch key: rows whose old log-probs come from the training forward (a batch holding carried groups).
@@ -68,6 +81,13 @@ FRESH_OLD_LOGPS = "old_per_token_logps_from_training_forward"
 
 # Generation batches in a row in which every group was informative before the trainer says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
+
+class _RoundGenerated(Exception):
+    """Carries one round's generation out of TRL's `_generate_and_score_completions` (see `_generate_round`)."""
+
+    def __init__(self, generation: tuple, prompts: list):
+        super().__init__("generation round")
+        self.generation, self.prompts = generation, prompts
 
 
 class DAPOTrainer(GRPOTrainer):
@@ -100,7 +120,8 @@ class DAPOTrainer(GRPOTrainer):
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
     # Per-generation-batch state of dynamic sampling; None outside `_generate_and_score_completions`.
-    _dynamic_sampling_inputs: list[dict[str, Any]] | None = None
+    _generating_round = False
+    _assembled_batch: Rows | None = None
     _assembled_rewards: torch.Tensor | None = None
     # `(old_per_token_logps, rows)` of the micro-batch being trained whose rows take their old log-probs from the
     # training forward; set only while `_compute_loss` runs.
@@ -152,28 +173,24 @@ class DAPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------------------------------------ set-up
 
     def _setup_dynamic_sampling(self):
-        refusals = {
-            "an IterableDataset as train_dataset (refill prompts are drawn by index; pass a map-style "
-            "`datasets.Dataset`)": isinstance(self.train_dataset, IterableDataset),
-            "vision-language models": self._is_vlm,
-            "`environment_factory` (environments are reset per dataset row)": self.environment_factories is not None,
-            "`rollout_func` (its extra fields are merged per generated batch)": self.rollout_func is not None,
-        }
-        for what, refused in refusals.items():
-            if refused:
-                raise ValueError(
-                    f"Dynamic sampling does not support {what}. Set `dynamic_sampling=False` in DAPOConfig to train "
-                    "without it."
-                )
         self._filter_mask, self._filter_weights = self._resolve_filter_reward()
-        self._refill_sampler = RefillSampler(
-            dataset_size=len(self.train_dataset),
-            seed=self.args.seed,
-            num_processes=self.accelerator.num_processes,
-            process_index=self.accelerator.process_index,
-            shuffle=self.args.shuffle_dataset,
-        )
-        self._prompt_indices = prompt_index(self.train_dataset["prompt"])
+        dataset = self.train_dataset
+        if isinstance(dataset, IterableDataset):  # a stream: refills come from it, prompts are their own identity
+            self._refill_sampler = StreamRefillSampler(dataset, seed=self.args.seed, shuffle=self.args.shuffle_dataset)
+            self._prompt_identity, self._refill_row = prompt_key, self._refill_sampler.row
+            self._skip_patience = STREAM_SKIP_PATIENCE
+        else:
+            self._refill_sampler = RefillSampler(
+                dataset_size=len(dataset),
+                seed=self.args.seed,
+                num_processes=self.accelerator.num_processes,
+                process_index=self.accelerator.process_index,
+                shuffle=self.args.shuffle_dataset,
+            )
+            # A dataset of an environment that owns its data may hold no prompts: its rows are then not told apart.
+            indices = prompt_index(dataset["prompt"] if "prompt" in dataset.column_names else [])
+            self._prompt_identity = lambda prompt: indices.get(prompt_key(prompt), -1)
+            self._refill_row, self._skip_patience = dataset.__getitem__, len(dataset)
         self._keep_rates = [KeepRateEstimator() for _ in range(self.accelerator.num_processes)]
         self._backoff = BackoffController.from_config(
             self.args.dynamic_sampling_max_oversampling, self.args.dynamic_sampling_max_rounds
@@ -194,25 +211,13 @@ class DAPOTrainer(GRPOTrainer):
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Which reward functions decide informativeness, and with what weights."""
-        names = self.reward_func_names
-        wanted = self.args.dynamic_sampling_filter_reward
+        names, wanted = self.reward_func_names, self.args.dynamic_sampling_filter_reward
+        used = filter_reward_mask(names, self._judging.tolist(), wanted)
         if wanted is not None:
-            if wanted not in names:
-                raise ValueError(
-                    f"dynamic_sampling_filter_reward={wanted!r} is not one of the trainer's reward functions: "
-                    f"{names}. Use one of these names, or None for the weighted sum of all of them."
-                )
-            used = torch.tensor([name == wanted for name in names])
-            return used, torch.ones(len(names))
-        used = self._judging.clone()
-        if not used.any():
-            raise ValueError(
-                "Dynamic sampling needs a reward that judges answers, but the only reward functions are shaping "
-                f"penalties ({names}). Add a verifier reward, or set `dynamic_sampling=False` in DAPOConfig."
-            )
+            return torch.tensor(used), torch.ones(len(names))
         continuous = [
             name
-            for name, func, judging in zip(names, self.reward_funcs, used.tolist(), strict=True)
+            for name, func, judging in zip(names, self.reward_funcs, used, strict=True)
             if judging
             and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
         ]
@@ -223,7 +228,7 @@ class DAPOTrainer(GRPOTrainer):
                 "Set `dynamic_sampling_filter_reward` to the name of a verifier reward (one of "
                 f"{[name for name in names if name not in continuous]}) to filter on right/wrong outcomes."
             )
-        return used, self.reward_weights
+        return torch.tensor(used), self.reward_weights
 
     # --------------------------------------------------------------------------------------------- checkpoints
 
@@ -237,12 +242,13 @@ class DAPOTrainer(GRPOTrainer):
         if len(self._carry):  # every process saves its own carried groups
             os.makedirs(checkpoint, exist_ok=True)
             carry_file = CARRY_STATE_FILE.format(process=self.accelerator.process_index)
-            torch.save(self._carry.state_dict(), os.path.join(checkpoint, carry_file))
+            torch.save(images_as_tensors(self._carry.state_dict()), os.path.join(checkpoint, carry_file))
         if self.args.should_save:
             state = {
                 "keep_rate_windows": [estimator.state_dict() for estimator in self._keep_rates],
                 "backoff": self._backoff.state_dict(),
                 "prompt_history": self._prompt_history.state_dict() if self._prompt_history else None,
+                "refill_stream": getattr(self._refill_sampler, "state_dict", dict)(),
             }
             with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
                 json.dump(state, file)
@@ -257,11 +263,13 @@ class DAPOTrainer(GRPOTrainer):
         windows = state["keep_rate_windows"]
         carry_path = os.path.join(checkpoint, CARRY_STATE_FILE.format(process=self.accelerator.process_index))
         if len(windows) == len(self._keep_rates) and os.path.exists(carry_path):
-            self._carry.load_state_dict(torch.load(carry_path, weights_only=True))
+            self._carry.load_state_dict(images_from_tensors(torch.load(carry_path, weights_only=True)))
         elif len(windows) != len(self._keep_rates):
             logger.info("Carried groups are not resumed on another number of processes: they are generated afresh.")
         if "backoff" in state:
             self._backoff.load_state_dict(state["backoff"])
+        if state.get("refill_stream") and isinstance(self._refill_sampler, StreamRefillSampler):
+            self._refill_sampler.load_state_dict(state["refill_stream"])
         if self._prompt_history is not None and state.get("prompt_history"):
             self._prompt_history.load_state_dict(state["prompt_history"])
         if len(windows) != len(self._keep_rates):
@@ -307,16 +315,19 @@ class DAPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
         if not (self.args.dynamic_sampling and self.model.training):
             return super()._generate_and_score_completions(inputs)
-        # TRL's method calls `_generate` once, before any log-probability forward: the override of `_generate`
-        # runs the generation rounds there, and TRL continues with the assembled batch.
-        self._dynamic_sampling_inputs = inputs
         self._filler_rows = torch.zeros(0, dtype=torch.long)
         self._carried_logps, self._any_carried = [], False
-        try:
-            output = super()._generate_and_score_completions(inputs)
+        batch = self._generate_informative_batch(inputs)
+        # TRL scores the assembled batch: its `_generate` hands back the rows already generated, its
+        # `_calculate_rewards` the rewards already computed, and only then do the log-probability forwards run.
+        self._assembled_batch = batch
+        try:  # the rows' environments were reset and played already: TRL resets stand-ins instead
+            with self._environments_lent(lambda pool: stand_ins(pool, len(batch))):
+                output = super()._generate_and_score_completions(batch.columns["inputs"])
         finally:
-            self._dynamic_sampling_inputs = None
-            self._assembled_rewards = None
+            self._assembled_batch = self._assembled_rewards = None
+        if self.environment_factories:  # what reward functions saw: each kept row's own (none for carried rows)
+            self.environments = batch.columns["environments"]
         if self._any_carried:
             output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output)
             if fresh_rows is not None:
@@ -329,24 +340,68 @@ class DAPOTrainer(GRPOTrainer):
         return output
 
     def _generate(self, prompts: list):
-        inputs, self._dynamic_sampling_inputs = self._dynamic_sampling_inputs, None
-        if inputs is None:
+        if self._generating_round:  # stop TRL right after generating: see `_generate_round`
+            raise _RoundGenerated(super()._generate(prompts), prompts)
+        if self._assembled_batch is None:
             return super()._generate(prompts)
-        generation, assembled_inputs, assembled_prompts = self._generate_informative_batch(inputs, prompts)
-        # TRL goes on with the caller's lists: they must now describe the assembled batch.
-        inputs[:] = assembled_inputs
-        prompts[:] = assembled_prompts
-        return generation
+        prompts[:] = self._assembled_batch.columns["prompts"]  # as TRL prepared them in their own round
+        return self._assembled_batch.generation()
 
-    def _generate_informative_batch(self, inputs: list[dict[str, Any]], prompts: list):
+    def _environments_lent(self, lend):
+        """While the context runs, TRL draws environments from `lend(pool)`; see `trl_ext.sampling.environments`."""
+        return lent_pool(self, lend) if self.environment_factories else contextlib.nullcontext()
+
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> tuple[tuple, list]:
+        """TRL's `_generate` output for `inputs`, and their prompts as TRL prepared them.
+
+        TRL prepares a batch before generating (an environment instance per row, reset with the row's fields, its
+        observation appended to the prompt; images put into the messages; per-row tool dicts): running its own
+        `_generate_and_score_completions` up to `_generate` makes every round exactly what TRL would generate for
+        these rows. `_generate` stops it there, before any log-probability forward.
+        """
+        self._generating_round = True
+        try:
+            super()._generate_and_score_completions(inputs)
+        except _RoundGenerated as generated:
+            return generated.generation, generated.prompts
+        finally:
+            self._generating_round = False
+        raise RuntimeError("TRL's _generate_and_score_completions returned without calling _generate.")
+
+    def _score_round(self, inputs: list[dict[str, Any]], held_environments: list) -> tuple[Rows, torch.Tensor]:
+        """Generate and score one round: its rows (with their local rewards) and the gathered `(N, F)` rewards.
+
+        Environments still needed by rows of earlier rounds are kept out of TRL's pool, so this round resets others.
+        """
+        with self._environments_lent(lambda pool: free_instances(pool, held_environments)):
+            generation, prompts = self._generate_round(inputs)
+        # Reward functions see a rollout function's extra fields as dataset columns, as TRL merges them.
+        for name, values in extra_per_row_fields(generation[5], len(inputs)).items():
+            for row, value in zip(inputs, values, strict=True):
+                row[name] = value
+        rewards_per_func = self._calculate_rewards(inputs, prompts, generation[3], generation[1])
+        extra_logs = dict(self._pending_extra_logs)
+        self._pending_extra_logs.clear()
+        rank = self.accelerator.process_index
+        rows = rollout_rows(
+            generation,
+            inputs=inputs,
+            prompts=prompts,
+            rewards=rewards_per_func[rank * len(inputs) : (rank + 1) * len(inputs)],
+            extra_logs=extra_logs,
+            environments=list(self.environments) if self.environment_factories else None,
+        )
+        return rows, rewards_per_func
+
+    def _generate_informative_batch(self, inputs: list[dict[str, Any]]) -> Rows:
         """Generate and score rounds until every process holds `len(inputs) // G` informative groups.
 
         Decisions come from rewards gathered over all processes, so every process runs the same rounds with the
         same number of prompts (scoring holds collectives). A process that fills its quota early keeps generating
         with the others and discards the surplus.
 
-        Returns TRL's `_generate` output for the assembled batch, with its inputs and prompts; the batch's gathered
-        rewards wait in `self._assembled_rewards` for TRL's call to `_calculate_rewards`.
+        Returns the rows of the assembled batch; their gathered rewards wait in `self._assembled_rewards` for TRL's
+        call to `_calculate_rewards`.
         """
         group_size = self.num_generations
         num_processes, rank = self.accelerator.num_processes, self.accelerator.process_index
@@ -358,7 +413,7 @@ class DAPOTrainer(GRPOTrainer):
         draw_key = self._refill_draw_key()
         version = self.state.global_step  # the policy generating this batch, in optimiser updates
         carry_dropped = self._carry.expire(version)
-        local_indices = [self._prompt_indices.get(prompt_key(row["prompt"]), -1) for row in inputs[::group_size]]
+        local_indices = [self._prompt_identity(row.get("prompt")) for row in inputs[::group_size]]
         carried_indices = [group.prompt_index for group in self._carry]
         gathered = gather_object([(local_indices, carried_indices)])
         indices_per_process = [indices for indices, _ in gathered]
@@ -370,6 +425,7 @@ class DAPOTrainer(GRPOTrainer):
         kept_per_process = torch.zeros(num_processes, dtype=torch.long)  # fresh informative groups kept
         surplus: list[CarriedGroup] = []
         rounds: list[Round] = []
+        held_environments: list = []  # environments of the rows kept so far: later rounds must not reset them
         rows_per_round, generated_tokens = [], 0
         groups_sampled = informative_sampled = 0
         exhausted = True
@@ -382,10 +438,10 @@ class DAPOTrainer(GRPOTrainer):
                     groups_needed if backing_off else max(1, self._prompts_for(groups_needed - available, max_prompts))
                 )
                 carried_prompts = {index for _, carried in gathered for index in carried}
-                counts, kept_batch, local_groups, skipped = self._plan_first_round(
-                    indices_per_process, carried_prompts, size, draw_key
-                )
-                prompts_skipped += skipped
+                skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
+                counts, kept_batch, local_groups = first_round_plans(indices_per_process, skips, carried_prompts, size)
+                local_groups = local_groups[rank]
+                prompts_skipped += sum(map(sum, skips))
                 own_rows = [group * group_size + offset for group in local_groups for offset in range(group_size)]
             else:
                 deficits = (groups_needed - available - kept_per_process).clamp(min=0)
@@ -393,17 +449,11 @@ class DAPOTrainer(GRPOTrainer):
                 kept_batch, own_rows = [[] for _ in range(num_processes)], []
             refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
             prompts_skipped += skipped_refills
-            refill = self._refill_inputs(refills[rank])
-            round_inputs = [inputs[row] for row in own_rows] + refill
-            round_prompts = [prompts[row] for row in own_rows] + [row["prompt"] for row in refill]
+            round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(refills[rank])
             round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
-            self._fit_tool_dicts(len(round_inputs))
-            generation = super()._generate(round_prompts)
-            rewards_per_func = self._calculate_rewards(round_inputs, round_prompts, generation[3], generation[1])
-            extra_logs = {column: values for column, values in self._pending_extra_logs.items()}
-            self._pending_extra_logs.clear()
+            round_rows, rewards_per_func = self._score_round(round_inputs, held_environments)
             rows_per_round.append(len(round_inputs) * num_processes)
-            generated_tokens += sum(completion_lengths(generation))
+            generated_tokens += sum(completion_lengths(round_rows.generation()))
 
             rewards = filter_rewards(rewards_per_func, self._filter_weights, self._filter_mask)
             informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
@@ -418,32 +468,17 @@ class DAPOTrainer(GRPOTrainer):
             kept = groups_to_keep(informative[rank], deficit)
             room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
-            rows = group_rows(torch.cat([kept, spare]), group_size).tolist()
-            local = rewards_per_func[rank * len(round_inputs) : (rank + 1) * len(round_inputs)]
-            rounds.append(
-                Round(
-                    inputs=[round_inputs[row] for row in rows],
-                    prompts=[round_prompts[row] for row in rows],
-                    generation=select_rows(generation, rows),
-                    rewards=local[rows],
-                    kept=len(kept),
-                    spare=len(spare),
-                    extra_logs={column: [values[row] for row in rows] for column, values in extra_logs.items()},
-                )
-            )
+            selected = round_rows.select(group_rows(torch.cat([kept, spare]), group_size).tolist())
+            rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare)))
+            held_environments += selected.columns["environments"] or []
             if self._carry.max_staleness > 0:
                 first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
                 surplus += [
-                    self._surplus_group(
-                        generation,
-                        round_inputs,
-                        round_prompts,
-                        local,
-                        extra_logs,
-                        group,
-                        group_size,
-                        round_indices[first_group + group],
-                        version,
+                    CarriedGroup(
+                        {"rows": carried_payload(round_rows.select(group_rows(torch.tensor([group]), group_size)))},
+                        generated_at=version,
+                        prompt_index=round_indices[first_group + group],
+                        process_index=rank,
                     )
                     for group in surplus_informative_groups(informative[rank], deficit, self._carry.max_groups).tolist()
                 ]
@@ -462,7 +497,7 @@ class DAPOTrainer(GRPOTrainer):
         rounds_run = len(rounds)
         carried, _ = self._carry.take(int(available[rank]), version)
         if carried:
-            rounds.insert(0, carried_round(carried, device=self.accelerator.device))
+            rounds.insert(0, carried_round(carried))
             self._carried_logps = [logps for group in carried for logps in group.payload["logps"]]
         self._any_carried = bool(
             self.accelerator.gather(torch.tensor([len(carried)], device=self.accelerator.device)).sum()
@@ -470,16 +505,16 @@ class DAPOTrainer(GRPOTrainer):
         carry_dropped += self._carry_surplus(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill([torch.arange(held.spare) for held in rounds], shortfall if exhausted else 0)
-        generation, batch_inputs, batch_prompts, batch_rewards, extra_logs, num_kept_rows = assemble(
-            rounds, fillers, group_size
-        )
-        self._filler_rows = torch.arange(num_kept_rows, len(batch_inputs))
+        batch, num_kept_rows = assemble(rounds, fillers, group_size)
+        self._filler_rows = torch.arange(num_kept_rows, len(batch))
         # Fillers are unscorable: zero advantage, and out of the baseline, the batch scale and the logged rewards.
+        batch_rewards = torch.stack([row.to(self.accelerator.device) for row in batch.columns["rewards"]])
         batch_rewards[num_kept_rows:] = float("nan")
         self._assembled_rewards = self.accelerator.gather(batch_rewards)
-        for column, values in extra_logs.items():
+        for column, values in batch.extra_logs().items():
             self._pending_extra_logs[column].extend(values)
 
+        generation = batch.generation()
         lengths = zip(generation[0][:num_kept_rows], completion_lengths(generation)[:num_kept_rows], strict=True)
         self._log_batch_metrics(
             logged_before,
@@ -499,27 +534,7 @@ class DAPOTrainer(GRPOTrainer):
             carry_dropped=carry_dropped,
         )
         self._check_filter_filters(informative_sampled == groups_sampled)
-        return generation, batch_inputs, batch_prompts
-
-    def _plan_first_round(self, indices_per_process: list[list[int]], carried: set[int], size: int, draw_key: int):
-        """The first round's prompts on every process: `size` each, the sampler's own first, then refills.
-
-        The prompt history may skip sampler prompts, and a prompt already carried over is not generated again in
-        the same batch. Returns the refill count per process, the sampler prompts each process generates, the
-        positions of this process's ones in its sampler batch, and how many prompts the history skipped.
-        """
-        history_skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
-        plans = [
-            first_round_plan([not (skip or index in carried) for index, skip in zip(indices, flags, strict=True)], size)
-            for indices, flags in zip(indices_per_process, history_skips, strict=True)
-        ]
-        refills = [count for _, count in plans]
-        generated = [
-            [index for index, used in zip(indices, plan, strict=True) if used]
-            for indices, (plan, _) in zip(indices_per_process, plans, strict=True)
-        ]
-        own_groups = [group for group, used in enumerate(plans[self.accelerator.process_index][0]) if used]
-        return refills, generated, own_groups, sum(sum(flags) for flags in history_skips)
+        return batch
 
     def _log_batch_metrics(
         self,
@@ -571,33 +586,25 @@ class DAPOTrainer(GRPOTrainer):
         metrics["dynamic_sampling/carried_staleness"].append(staleness_sum / carried_groups if carried_groups else 0.0)
         metrics["dynamic_sampling/carry_dropped"].append(float(carry_dropped))
 
-    def _surplus_group(
-        self, generation, inputs, prompts, rewards, extra_logs, group, group_size, prompt_index, version
-    ):
-        """A surplus informative group of this round, ready to carry (its behaviour log-probs come later)."""
-        rows = group_rows(torch.tensor([group]), group_size).tolist()
-        payload = {
-            "generation": list(select_rows(generation, rows)),
-            "inputs": [inputs[row] for row in rows],
-            "prompts": [prompts[row] for row in rows],
-            "rewards": rewards[rows].cpu(),
-            "extra_logs": {column: [values[row] for row in rows] for column, values in extra_logs.items()},
-        }
-        return CarriedGroup(
-            payload, generated_at=version, prompt_index=prompt_index, process_index=self.accelerator.process_index
-        )
-
     def _carry_surplus(self, surplus: list[CarriedGroup]) -> int:
         """Record the log-probs of the policy that generated the surplus groups, then carry them. Returns how many
-        groups the buffer dropped to stay within its size."""
-        rows = [
-            (prompt_ids, completion_ids)
-            for group in surplus
-            for prompt_ids, completion_ids in zip(
-                group.payload["generation"][0], group.payload["generation"][1], strict=True
-            )
-        ]
-        logps = self._log_probs_of_rows(rows)
+        groups the buffer dropped to stay within its size.
+
+        Where the generation backend returned the sampled tokens' log-probs (a `rollout_func`, vLLM), those are the
+        behaviour policy's, as TRL takes them for its importance-sampling correction; other rows take one no-grad
+        forward of the current policy, which generated them.
+        """
+        rows = [(group, row) for group in surplus for row in range(self.num_generations)]
+        logps = [sampled_log_probs(group.payload["rows"], row) for group, row in rows]
+        missing = [position for position, values in enumerate(logps) if values is None]
+        forwarded = self._log_probs_of_rows(
+            [
+                (group.payload["rows"]["prompt_ids"][row], group.payload["rows"]["completion_ids"][row])
+                for group, row in (rows[position] for position in missing)
+            ]
+        )
+        for position, values in zip(missing, forwarded, strict=True):
+            logps[position] = values
         for position, group in enumerate(surplus):
             group.payload["logps"] = logps[position * self.num_generations : (position + 1) * self.num_generations]
         return self._carry.add(surplus)
@@ -706,12 +713,6 @@ class DAPOTrainer(GRPOTrainer):
             logger.info(f"Dynamic sampling over-samples again at step {self.state.global_step}.")
         return backing_off
 
-    def _fit_tool_dicts(self, num_rows: int):
-        """TRL builds one tool dict per row of the batch; a round may hold more or fewer rows (same tools)."""
-        if self.tools and getattr(self, "_sync_tool_dicts", None):
-            self._sync_tool_dicts = [self._sync_tool_dicts[0]] * num_rows
-            self._async_tool_dicts = [self._async_tool_dicts[0]] * num_rows
-
     def _check_filter_filters(self, all_informative: bool):
         self._always_informative_batches = self._always_informative_batches + 1 if all_informative else 0
         if self._always_informative_batches == ALWAYS_INFORMATIVE_BATCHES:
@@ -723,24 +724,9 @@ class DAPOTrainer(GRPOTrainer):
             )
 
     def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
-        """Prompts per process for the next round: enough for the process that needs most, given its keep rate.
-
-        Keep rates are tracked per process (processes may see very different ones), and each process aims at
-        the confidence that makes all of them succeed together with probability `dynamic_sampling_confidence`.
-        """
-        per_process_confidence = self.args.dynamic_sampling_confidence ** (1 / len(deficits))
-        requests = []
-        for deficit, estimator in zip(deficits.tolist(), self._keep_rates, strict=True):
-            keep_rate = estimator.estimate()
-            requests.append(
-                prompts_to_request(
-                    deficit,
-                    keep_rate=1.0 if keep_rate is None else keep_rate,
-                    confidence=per_process_confidence,
-                    max_prompts=max_prompts,
-                )
-            )
-        return max(requests)
+        """Prompts per process for the next round (see `prompts_for_processes`)."""
+        rates = [estimator.estimate() for estimator in self._keep_rates]
+        return prompts_for_processes(deficits.tolist(), rates, self.args.dynamic_sampling_confidence, max_prompts)
 
     def _refill_draw_key(self) -> int:
         """Identifies this generation batch: unique even when several are generated within one optimiser step
@@ -766,14 +752,14 @@ class DAPOTrainer(GRPOTrainer):
             should_skip=lambda indices: self._skip_prompts(indices, draw_key, round_index),
             start=cursor,
             count=sum(counts),
-            patience=len(self.train_dataset),
+            patience=self._skip_patience,
         )
         starts = [sum(counts[:process]) for process in range(len(counts))]
         return [chosen[start : start + count] for start, count in zip(starts, counts, strict=True)], cursor, skipped
 
     def _refill_inputs(self, indices: list[int]) -> list[dict[str, Any]]:
         """The training rows of `indices`, each repeated once per generation."""
-        rows = [self.train_dataset[index] for index in indices]
+        rows = [self._refill_row(index) for index in indices]
         # One dict per completion, as TRL's sampler yields them: TRL may write per-completion fields into them.
         return [dict(row) for row in rows for _ in range(self.num_generations)]
 
