@@ -181,3 +181,9 @@ resumed, resumed_sizes, _ = train(max_steps=3, resume=True)
 # Leave together: a process that exits while another still holds gloo connections to it can abort at teardown.
 state.wait_for_everyone()
 state.destroy_process_group()
+# Then skip the interpreter's own teardown: with DeepSpeed on CPU, a library thread still joinable when C++ static
+# objects are destroyed aborts the process ("terminate called without an active exception") after everything above
+# has run and been written. What the tests check is in the report, so the exit status must not depend on that.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
