@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from conftest import tiny_training_settings
 from datasets import Dataset
 from tool_model import call, save_tool_calling_model
