@@ -52,7 +52,8 @@ def train(tmp_path, variant, model, reward_funcs, dataset, **kwargs):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_rollout_func(tmp_path, tiny_model_dir, variant):
-    train(tmp_path, variant, tiny_model_dir, informative_odd_ids, make_prompt_dataset(64), rollout_func=SamplingRollout())
+    rollout = SamplingRollout()
+    train(tmp_path, variant, tiny_model_dir, informative_odd_ids, make_prompt_dataset(64), rollout_func=rollout)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
