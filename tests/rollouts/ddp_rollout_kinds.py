@@ -33,11 +33,16 @@ def main(kind: str, model_dir: str, output_dir: str):
     if kind == "stream":
         from test_streaming import informative_odd_ids
 
-        arguments = {"reward_funcs": informative_odd_ids, "train_dataset": make_prompt_dataset(64).to_iterable_dataset()}
+        stream = make_prompt_dataset(64).to_iterable_dataset()
+        arguments = {"reward_funcs": informative_odd_ids, "train_dataset": stream}
     elif kind == "environment":
         from test_environments import GuessingGame, game_dataset, play_first_digit
 
-        arguments = {"reward_funcs": play_first_digit, "train_dataset": game_dataset(), "environment_factory": GuessingGame}
+        arguments = {
+            "reward_funcs": play_first_digit,
+            "train_dataset": game_dataset(),
+            "environment_factory": GuessingGame,
+        }
     else:
         from test_rollout_func import SamplingRollout, informative_odd_ids
 
