@@ -22,6 +22,7 @@ The script checks that the pooled verdicts equal the one-at-a-time verdicts, com
 
     python benchmarks/verifier_throughput.py --out benchmarks/results/verifier_throughput.json
     python benchmarks/verifier_throughput.py --quick
+    python benchmarks/verifier_throughput.py --fallback-cost qwen2-0.5b --out benchmarks/results/math_fallback_cost.json
 """
 
 from __future__ import annotations
@@ -140,6 +141,38 @@ def time_pathological_inputs(timeout: float) -> dict[str, tuple[float, float | N
     return timings
 
 
+FALLBACK_ITEMS = [
+    ("What is the probability of drawing a red marble? Express your answer as a common fraction.", r"\frac{5}{13}",
+     "0.3846"),
+    ("Find all real solutions of $x^2 - 5x + 6 = 0$.", "2, 3", r"x \in \{2, 3\}"),
+    ("Simplify $\\sqrt{50}$.", r"5\sqrt{2}", r"\sqrt{2} \cdot 5"),
+    ("In which quadrant does the point $(-2, 3)$ lie?", r"\text{II}", "the second quadrant"),
+]
+
+
+def time_fallback(shape: str, repeats: int = 3) -> dict:
+    """Seconds per answer the `CausalLMJudge` fallback judges, with a randomly initialised model of `shape` (the
+    cost depends on the shape and the prompt length, not on the weights) and the character tokenizer."""
+    import tempfile
+    from pathlib import Path
+
+    from _common import save_model
+
+    from trl_ext.rewards.math_fallback import CausalLMJudge
+
+    with tempfile.TemporaryDirectory() as directory:
+        judge = CausalLMJudge(str(save_model(shape, Path(directory))), device="cpu", batch_size=len(FALLBACK_ITEMS))
+        judge.judge_many(FALLBACK_ITEMS)  # warm-up
+        seconds = [timed(lambda: judge.judge_many(FALLBACK_ITEMS))[0] for _ in range(repeats)]
+        tokens = [len(judge.tokenizer(judge.prompt(*item))["input_ids"]) for item in FALLBACK_ITEMS]
+    parameters = sum(parameter.numel() for parameter in judge.model.parameters())
+    return {
+        "shape": shape, "parameters": parameters, "answers": len(FALLBACK_ITEMS),
+        "prompt_tokens_mean": sum(tokens) / len(tokens),
+        "seconds_per_answer": median(seconds) / len(FALLBACK_ITEMS),
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompts", type=int, default=128, help="prompts per batch (x 16 completions)")
@@ -147,7 +180,21 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions (median reported)")
     parser.add_argument("--quick", action="store_true", help="8 prompts, one repetition")
     parser.add_argument("--out", default=None, help="write the results as JSON to this path")
+    parser.add_argument(
+        "--fallback-cost", metavar="SHAPE", default=None,
+        help="only time `math`'s CausalLMJudge fallback on CPU with a random model of this shape (e.g. qwen2-0.5b)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.fallback_cost:
+        import torch
+
+        torch.set_num_threads(2)
+        result = time_fallback(args.fallback_cost)
+        print(f"CausalLMJudge, {result['shape']} ({result['parameters'] / 1e6:.0f}M parameters), CPU: "
+              f"{result['seconds_per_answer']:.2f} s per rejected answer judged "
+              f"({result['prompt_tokens_mean']:.0f} prompt tokens on average, x2 continuations)")
+        write_json(args.out, {"benchmark": "math_fallback_cost", **result, "machine": machine_info()})
+        return result
     if args.quick:
         args.prompts, args.repeats = 8, 1
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)

@@ -150,6 +150,23 @@ def test_judge_margins_do_not_depend_on_batching_or_padding(judge):
     assert len({round(margin, 4) for margin in alone}) > 1  # a real score, not a constant
 
 
+def test_judge_margin_is_the_log_likelihood_difference_of_yes_and_no(judge):
+    import torch
+
+    prompt = judge.prompt(*ITEMS[2])
+
+    def log_likelihood(word: str) -> float:
+        prompt_ids = judge.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        spaced = word if prompt.endswith((" ", "\n")) else " " + word
+        continuation = judge.tokenizer(spaced, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():  # one unpadded sequence, every position's logits
+            logits = judge.model(torch.tensor([prompt_ids + continuation])).logits[0].float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        return sum(log_probs[len(prompt_ids) - 1 + i, token].item() for i, token in enumerate(continuation))
+
+    assert judge.yes_margins([prompt])[0] == pytest.approx(log_likelihood("Yes") - log_likelihood("No"), abs=1e-4)
+
+
 def test_judge_verdicts_follow_the_margin(tiny_model_dir, judge):
     margins = judge.yes_margins([judge.prompt(*item) for item in ITEMS])
     assert judge.judge_many(ITEMS) == [margin > 0 for margin in margins]

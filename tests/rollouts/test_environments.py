@@ -8,6 +8,7 @@ trained model would make): groups whose completions guess differently are inform
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -15,6 +16,7 @@ import torch
 import trl
 from conftest import tiny_training_settings
 from datasets import Dataset
+from tool_model import call, save_tool_calling_model
 from trl.chat_template_utils import add_response_schema
 
 from trl_ext import DAPOConfig, DAPOTrainer
@@ -261,3 +263,60 @@ def test_an_environment_that_owns_its_data_trains_without_a_dataset(tmp_path, to
         for completion, environment in zip(batch["completions"], batch["environments"]):
             if environment is not None:
                 assert environment[4] == completion
+
+
+def called_numbers(completion) -> list[int]:
+    """The numbers the completion passed to `guess`, in order, as TRL parsed its tool calls."""
+    numbers = []
+    for message in completion:
+        for call_ in message.get("tool_calls") or []:
+            arguments = call_["function"]["arguments"]
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+            if call_["function"]["name"] == "guess" and isinstance(arguments.get("number"), int):
+                numbers.append(arguments["number"])
+    return numbers
+
+
+@pytest.fixture(scope="module")
+def guessing_model(tmp_path_factory) -> str:
+    """Taught to answer every game with one `guess` tool call of a number from 1 to 4, at random."""
+    # As TRL prompts it: the observation `reset` returns is appended to the last message.
+    observed = [f"{prompt(game)[0]['content']} (game {game})" for game in range(8)]
+    conversations = [[{"role": "user", "content": text}] for text in observed for _ in range(4)]
+    answers = [call("guess", json.dumps({"number": n})) for _ in range(8) for n in range(1, 5)]
+    tools = [GuessingGame().guess]
+    return save_tool_calling_model(tmp_path_factory.mktemp("guessing-model"), conversations, tools, answers)
+
+
+@pytest.mark.slow
+def test_the_model_plays_each_rows_own_environment_through_its_tools(tmp_path, guessing_model):
+    """As in TRL's environment examples: no reward function, the environment's `get_reward` is the reward."""
+    settings = {
+        "per_device_train_batch_size": BATCH,
+        "num_generations": GROUP,
+        "max_completion_length": 96,
+        "max_steps": 3,
+        "learning_rate": 1e-3,
+    }
+    config = DAPOConfig(**tiny_training_settings(tmp_path, **settings))
+    trainer = DAPOTrainer(guessing_model, args=config, train_dataset=game_dataset(), environment_factory=GuessingGame)
+    assert trainer.reward_func_names == ["GuessingGame"]  # no overlong punishment without a reward function
+    batches = watch_batches(trainer)
+    trainer.train()
+    calls = [entry["tools/call_frequency"] for entry in trainer.state.log_history if "tools/call_frequency" in entry]
+    assert max(calls) > 0.1, calls
+    played = 0
+    for batch in batches:
+        rows = len(batch["inputs"]) - batch["fillers"]
+        rewards = batch["rewards"][:rows, 0].view(-1, GROUP)
+        assert bool((rewards.max(dim=1).values > rewards.min(dim=1).values).all())
+        for row, completion, environment in zip(batch["inputs"], batch["completions"], batch["environments"]):
+            if environment is None:  # a carried row
+                continue
+            _, secret, game, guesses, _ = environment
+            assert (secret, game) == (row["secret"], row["game"])
+            # The environment received exactly this completion's calls (TRL may drop a last call's result that
+            # does not fit in the completion, so compare a prefix).
+            assert guesses == called_numbers(completion)[: len(guesses)]
+            played += len(guesses)
+    assert played > 0

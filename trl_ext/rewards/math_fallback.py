@@ -193,15 +193,20 @@ class CausalLMJudge:
         input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=self.device)
         attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=self.device)
         positions = (attention.cumsum(dim=1) - 1).clamp(min=0)  # real tokens count from 0 after the padding
+        # Every continuation ends at the last position: only the last `keep` positions' logits are needed
+        # (a full-vocabulary log-softmax over the whole prompt would cost more than the forward itself).
+        keep = max(end - start for start, end in spans) + 1
         with torch.no_grad():
-            logits = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions).logits.float()
-        log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
-        targets = input_ids[:, 1:]
+            logits = self.model(
+                input_ids=input_ids, attention_mask=attention, position_ids=positions, logits_to_keep=keep
+            ).logits.float()
+        log_probs = torch.log_softmax(logits[:, :-1], dim=-1)  # position width - keep + j predicts token j + 1 of those
         scores = []
-        for row, (sequence, (start, end)) in enumerate(zip(sequences, spans)):
-            offset = width - len(sequence)
-            steps = torch.arange(offset + start - 1, offset + end - 1, device=self.device)
-            scores.append(log_probs[row, steps, targets[row, steps]].sum().item())
+        for row, (start, end) in enumerate(spans):
+            length = end - start
+            targets = input_ids[row, width - length :]
+            steps = torch.arange(keep - 1 - length, keep - 1, device=self.device)
+            scores.append(log_probs[row, steps, targets].sum().item())
         return [scores[index] - scores[index + 1] for index in range(0, len(scores), 2)]
 
     def __repr__(self) -> str:
