@@ -1,19 +1,18 @@
 """The `code` reward: the completion's program runs against the dataset's tests in the sandbox.
 
-The dataset's `tests` column holds, per prompt, either Python assert statements or stdin/stdout pairs:
+The row's tests are read as the dataset stores them (`trl_ext.rewards.code_formats`: HumanEval, MBPP/MBPP+,
+APPS/TACO, CodeContests, LiveCodeBench, open-r1, LeetCodeDataset, rllm/DeepCoder, KodCode, BigCodeBench, and the
+generic `tests` column of asserts or stdin/stdout pairs), detected from the row's columns or named with
+`tests_format=`. The score is the fraction of tests passed (`partial_credit=True`) or all-or-nothing, mapped
+onto the scoring's correct/incorrect values. A row without tests, with tests that cannot be read, or whose tests
+run no check at all scores `None` ("cannot judge"), with a warning naming the row.
 
-    ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]
-    [{"input": "1 2\\n", "output": "3\\n"}, {"input": "5 5\\n", "output": "10\\n"}]
-
-(also accepted: a JSON string of either, a block of Python whose top-level asserts are the tests, and the
-APPS/TACO mapping `{"inputs": [...], "outputs": [...]}`). The score is the fraction of tests passed
-(`partial_credit=True`) or all-or-nothing, mapped onto the scoring's correct/incorrect values. A missing or
-empty tests value scores `None` ("cannot judge").
-
-Programs are Python, or C++ (`language="cpp"`, or per row from `language_column`), which is compiled once per
-completion inside the sandbox and judged on stdin/stdout tests. How tests run and why a program cannot fake a
-pass is the sandbox package's business: see `trl_ext.sandbox.testing` and `trl_ext/sandbox/harness.py`. This
-module only extracts the program from the completion, reads the dataset's test formats, and scores.
+Programs are Python, or C++ (`language="cpp"`, per row from `language_column` or the format), which is compiled
+once per completion inside the sandbox and judged on stdin/stdout tests. Outputs compare by line, token, number
+(with tolerances) or the APPS rule, or are judged by a per-row checker program. How tests run and why a program
+cannot fake a pass is the sandbox package's business: see `trl_ext.sandbox.testing` and
+`trl_ext/sandbox/harness.py`. This module only extracts the program from the completion, picks the format, and
+scores. See docs/rewards/code.md.
 """
 
 from __future__ import annotations
