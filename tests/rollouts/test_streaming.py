@@ -121,7 +121,9 @@ def test_a_stream_needs_max_steps_as_trl_requires(tmp_path, tiny_model_dir, trai
 
 
 def test_prompt_history_skips_stream_prompts_by_their_key(tmp_path, tiny_model_dir):
-    config = config_for(tmp_path, max_steps=4, dynamic_sampling_max_skip_probability=0.9, soft_overlong_punishment=False)
+    config = config_for(
+        tmp_path, max_steps=4, dynamic_sampling_max_skip_probability=0.9, soft_overlong_punishment=False
+    )
     # A small stream, read over several passes, so uninformative (even) prompts come back and can be skipped.
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=informative_odd_ids, args=config, train_dataset=stream(16))
     batches = record_batches(trainer)
