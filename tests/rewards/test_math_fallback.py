@@ -176,7 +176,10 @@ def test_judge_verdicts_follow_the_margin(tiny_model_dir, judge):
 
 
 def test_the_shipped_judge_from_a_spec_string(tiny_model_dir, close_pools):
-    spec = f"math:fallback=trl_ext.rewards.math_fallback:CausalLMJudge,fallback_kwargs={{'model': '{tiny_model_dir}', 'margin': -1e9}},num_workers=1"
+    spec = (
+        "math:fallback=trl_ext.rewards.math_fallback:CausalLMJudge,"
+        f"fallback_kwargs={{'model': '{tiny_model_dir}', 'margin': -1e9}},num_workers=1"
+    )
     (reward,), _ = build_reward_funcs([spec], asynchronous=False)
     close_pools.append(reward)
     assert isinstance(reward._fallback_callable(), CausalLMJudge)

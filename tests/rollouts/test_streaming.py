@@ -118,3 +118,20 @@ def test_a_stream_needs_max_steps_as_trl_requires(tmp_path, tiny_model_dir, trai
     config = config_for(tmp_path, config_cls, max_steps=-1)
     with pytest.raises(ValueError, match="max_steps has to be specified"):
         trainer_cls(tiny_model_dir, reward_funcs=informative_odd_ids, args=config, train_dataset=stream())
+
+
+def test_prompt_history_skips_stream_prompts_by_their_key(tmp_path, tiny_model_dir):
+    config = config_for(
+        tmp_path, max_steps=4, dynamic_sampling_max_skip_probability=0.9, soft_overlong_punishment=False
+    )
+    # A small stream, read over several passes, so uninformative (even) prompts come back and can be skipped.
+    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=informative_odd_ids, args=config, train_dataset=stream(16))
+    batches = record_batches(trainer)
+    trainer.train()
+    assert trainer._refill_sampler.passes > 0
+    streaks = trainer._prompt_history.state_dict()["streaks"]
+    even_keys = {prompt_key(f"{i}+{i}=") for i in range(0, 16, 2)}
+    assert streaks and all(key in even_keys for key, _, _ in streaks)  # only uninformative prompts carry a streak
+    assert sum(e.get("dynamic_sampling/prompts_skipped", 0) for e in trainer.state.log_history) > 0
+    for batch in batches:
+        assert all(i % 2 == 1 for i in batch_ids(trainer, batch))

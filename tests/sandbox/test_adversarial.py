@@ -27,7 +27,8 @@ from adversarial import (
 from sandbox_helpers import ISOLATING_BACKENDS, MARGIN, backend_id, leftover_processes, run_cgroups
 
 from trl_ext.rewards.code import CodeReward
-from trl_ext.sandbox import cpp_compiler
+from trl_ext.sandbox import Sandbox, SandboxLimits, cpp_compiler
+from trl_ext.sandbox.testing import CodeTest, assert_test, close_servers, run_code_tests
 
 TIMEOUT = 1.0
 COMPILE_TIMEOUT = 3.0
@@ -44,24 +45,34 @@ def backend(request):
     return request.param
 
 
+@pytest.fixture(scope="module", params=[False, True], ids=["fresh", "reused"])
+def reuse(request):
+    """A fresh sandbox per program, or sandboxes that stay up between programs (the default)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def python_reward(backend) -> CodeReward:
-    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend)
+def python_reward(backend, reuse) -> CodeReward:
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend, reuse_sandbox=reuse)
     assert reward.sandbox.backend == backend
-    return reward
+    yield reward
+    close_servers(reward.sandbox)
 
 
 @pytest.fixture(scope="module")
-def cpp_reward(backend) -> CodeReward:
+def cpp_reward(backend, reuse) -> CodeReward:
     assert cpp_compiler() is not None, "g++ is needed for the C++ table (apt-get install g++)"
-    return CodeReward(
+    reward = CodeReward(
         timeout=TIMEOUT,
         memory_mb=256,
         isolation=backend,
         language="cpp",
         compile_timeout=COMPILE_TIMEOUT,
         compile_memory_mb=512,
+        reuse_sandbox=reuse,
     )
+    yield reward
+    close_servers(reward.sandbox)
 
 
 @pytest.fixture
@@ -79,6 +90,10 @@ def check_scores_zero(reward, report, tests, budget):
     assert not any(outcome.passed for outcome in report.outcomes), report
     assert reward._score(report) == 0.0
     assert report.wall_time < budget + MARGIN, report
+    if reward.reuse_sandbox:
+        # The sandbox stays up for the next program with only its own processes (checked below, from inside);
+        # once ended, nothing of it is left either.
+        close_servers(reward.sandbox)
     assert leftover_processes(report.run_id) == []
     assert report.run_id not in run_cgroups()  # its cgroup is gone (other processes may have theirs)
 
@@ -155,3 +170,41 @@ def test_lazy_test_warning_names_the_row_and_the_fix(python_reward, caplog):
         scores = python_reward(completions=completions, tests=[CHECK_SQUARE_TEST, LAZY_TESTS["only calls the function"]])
     assert scores == [1.0, None]
     assert "row 1 of the batch" in caplog.text and "ran no check" in caplog.text and "Fix the column" in caplog.text
+
+
+LEAVE_STATE = (
+    "import os, subprocess\n"
+    "for directory in ('/tmp', '/dev/shm', os.path.expanduser('~'), os.getcwd()):\n"
+    "    try:\n        open(os.path.join(directory, 'left-behind'), 'w').write('x')\n    except OSError:\n        pass\n"
+    "subprocess.Popen(['sleep', '30'], start_new_session=True)\n"
+    "os.fork() or os.setsid() or __import__('time').sleep(30)\n"
+    "def square(x):\n    return x * x\n"
+)
+SEE_STATE = (
+    "import os\n"
+    "def state():\n"
+    "    files = [d for d in ('/tmp', '/dev/shm', os.path.expanduser('~'), os.getcwd())\n"
+    "             if os.path.exists(os.path.join(d, 'left-behind'))]\n"
+    "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, 2, os.getpid())]\n"
+    "    return files, others\n"
+)
+
+
+def test_a_reused_sandbox_starts_each_program_clean(backend):
+    # One program leaves files in every writable directory and processes (a new session, a forked child);
+    # the next program in the same sandbox finds neither: no program can reach the next one's run.
+    sandbox = Sandbox(SandboxLimits(memory=256 << 20), isolation=backend)
+    try:
+        first = run_code_tests(LEAVE_STATE, [assert_test("assert square(3) == 9")], sandbox=sandbox, timeout=2.0,
+                               reuse=True)
+        second = run_code_tests(SEE_STATE, [CodeTest("value", "state()", expected=([], []))], sandbox=sandbox,
+                                timeout=2.0, reuse=True)
+        assert first.run_id == second.run_id  # the same sandbox served both
+        assert [o.passed for o in second.outcomes] == [True], second
+        # The check can fail: within one program the files and processes are visible.
+        within = run_code_tests(LEAVE_STATE + SEE_STATE, [CodeTest("value", "state()", expected=([], []))],
+                                sandbox=sandbox, timeout=2.0, reuse=True)
+        assert [o.passed for o in within.outcomes] == [False], within
+    finally:
+        close_servers(sandbox)
+    assert leftover_processes(first.run_id) == []

@@ -1,19 +1,18 @@
 """The `code` reward: the completion's program runs against the dataset's tests in the sandbox.
 
-The dataset's `tests` column holds, per prompt, either Python assert statements or stdin/stdout pairs:
+The row's tests are read as the dataset stores them (`trl_ext.rewards.code_formats`: HumanEval, MBPP/MBPP+,
+APPS/TACO, CodeContests, LiveCodeBench, open-r1, LeetCodeDataset, rllm/DeepCoder, KodCode, BigCodeBench, and the
+generic `tests` column of asserts or stdin/stdout pairs), detected from the row's columns or named with
+`tests_format=`. The score is the fraction of tests passed (`partial_credit=True`) or all-or-nothing, mapped
+onto the scoring's correct/incorrect values. A row without tests, with tests that cannot be read, or whose tests
+run no check at all scores `None` ("cannot judge"), with a warning naming the row.
 
-    ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]
-    [{"input": "1 2\\n", "output": "3\\n"}, {"input": "5 5\\n", "output": "10\\n"}]
-
-(also accepted: a JSON string of either, a block of Python whose top-level asserts are the tests, and the
-APPS/TACO mapping `{"inputs": [...], "outputs": [...]}`). The score is the fraction of tests passed
-(`partial_credit=True`) or all-or-nothing, mapped onto the scoring's correct/incorrect values. A missing or
-empty tests value scores `None` ("cannot judge").
-
-Programs are Python, or C++ (`language="cpp"`, or per row from `language_column`), which is compiled once per
-completion inside the sandbox and judged on stdin/stdout tests. How tests run and why a program cannot fake a
-pass is the sandbox package's business: see `trl_ext.sandbox.testing` and `trl_ext/sandbox/harness.py`. This
-module only extracts the program from the completion, reads the dataset's test formats, and scores.
+Programs are Python, or C++ (`language="cpp"`, per row from `language_column` or the format), which is compiled
+once per completion inside the sandbox and judged on stdin/stdout tests. Outputs compare by line, token, number
+(with tolerances) or the APPS rule, or are judged by a per-row checker program. How tests run and why a program
+cannot fake a pass is the sandbox package's business: see `trl_ext.sandbox.testing` and
+`trl_ext/sandbox/harness.py`. This module only extracts the program from the completion, picks the format, and
+scores. See docs/rewards/code.md.
 """
 
 from __future__ import annotations
@@ -177,6 +176,11 @@ class CodeReward(Reward):
         compile_timeout: Seconds (wall clock and CPU) the C++ compiler may take per completion.
         compile_memory_mb: Address-space limit of each compiler process, in MiB.
         cpp_flags: Compiler flags, default `-std=c++17 -O2 -pipe`.
+        reuse_sandbox: Judge programs in sandboxes that stay up (one per worker thread): the harness's
+            interpreter is started once, forks each test as a fresh sandbox's would, and after each program
+            every other process is killed and the sandbox's scratch directories and IPC objects are emptied.
+            About 5x the runs per second of a fresh sandbox per program (`False`), at the same isolation from
+            the host; see docs/rewards/code.md for what the two share and do not.
 
     A test that runs no check at all (a `check` function never called, a TestCase never run) would pass any
     program: such a row scores None ("cannot judge") with a warning naming the row, never 1.
@@ -208,6 +212,7 @@ class CodeReward(Reward):
         tolerance_column: str | None = None,
         checker_column: str | None = None,
         checker_order: str = "input expected actual",
+        reuse_sandbox: bool = True,
     ):
         if output_match is not None and output_match not in OUTPUT_MATCHES:
             raise ValueError(f"Reward 'code': output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}.")
@@ -247,6 +252,7 @@ class CodeReward(Reward):
         self.tolerance_column = tolerance_column
         self.checker_column = checker_column
         self.checker_order = checker_order
+        self.reuse_sandbox = reuse_sandbox
         self.num_workers = num_workers
         self.language = language
         self.language_column = language_column
@@ -377,6 +383,7 @@ class CodeReward(Reward):
             compile_memory=self.compile_memory_mb << 20,
             cpp_flags=self.cpp_flags,
             checker=checker,
+            reuse=self.reuse_sandbox,
         )
 
     def _score(self, report: CodeTestReport) -> float:

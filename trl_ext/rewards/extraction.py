@@ -187,7 +187,9 @@ def listed_choices(question: str | None) -> tuple[tuple[str, str], ...]:
     A, B, C, ... (at least two): a stray `(C)` in a sentence is not a list of options."""
     if not question:
         return ()
-    markers = [(match.start(), match.end(), match.group(1) or match.group(2)) for match in _CHOICE_MARKER.finditer(question)]
+    markers = [
+        (match.start(), match.end(), match.group(1) or match.group(2)) for match in _CHOICE_MARKER.finditer(question)
+    ]
     # The last run A, B, C...: a question may cite earlier parts; the options close it.
     start = max((index for index, (_, _, letter) in enumerate(markers) if letter == "A"), default=None)
     if start is None:

@@ -13,7 +13,11 @@ fails on a pair. What it misses on real data, and what this module adds:
   math-verify misreads;
 - MATH's spacing (`10,\\!000` and `1\\,000` are numbers; a row break `\\\\` stays one), `\\varnothing`,
   Unicode math (`π`, `√2`, `≤`), and a trailing period or comma inside the box (`\\boxed{6.}`);
-- an inequality answered for a reference that can only be an interval (`x \\geq 2` for `[2, \\infty)`).
+- an inequality answered for a reference that can only be an interval (`x \\geq 2` for `[2, \\infty)`);
+- right answers in another form than the reference's, once math-verify has rejected them (`same_by_forms`):
+  column vectors for tuples, set-builder sets for intervals, ordered chains for orders, a function or an
+  integer family with another variable or parameter name, degrees for radians, the precision rule (an exact
+  or finer number for a rounded reference), text that differs in markup, an option's text for its letter.
 
 `verify_math_answer` is the pure function (`extract_final_answer` then `verify_final_answer`); `MathReward`
 runs the second in the verification process pool with a hard per-item timeout (math-verify's own timeouts
@@ -181,7 +185,8 @@ class FinalAnswer:
 
 
 _DESCENDING = re.compile(
-    r"(?i)\b(?:greatest|largest|biggest|highest)\s+to\s+(?:the\s+)?(?:least|smallest|lowest)\b|\b(?:decreasing|descending)\b"
+    r"(?i)\b(?:greatest|largest|biggest|highest)\s+to\s+(?:the\s+)?(?:least|smallest|lowest)\b"
+    r"|\b(?:decreasing|descending)\b"
 )
 
 
@@ -614,7 +619,8 @@ _INTEGERS = r"(?:\\mathbb\s*\{?Z\}?|\\mathbf\s*\{?Z\}?|\\Z(?![A-Za-z])|ℤ)"
 _INTEGER_DECLARATION = re.compile(
     rf"(?P<a>[A-Za-z])\s*\\in\s*{_INTEGERS}"
     r"|(?P<b>[A-Za-z])\s+(?:is|are)\s+(?:an?\s+)?(?:any\s+|arbitrary\s+)?integers?\b"
-    r"|\b(?:for|where|with)\s+(?:some\s+|any\s+|all\s+|every\s+|an?\s+)?(?:arbitrary\s+)?integers?\s+\$?(?P<c>[A-Za-z])\b"
+    r"|\b(?:for|where|with)\s+(?:some\s+|any\s+|all\s+|every\s+|an?\s+)?(?:arbitrary\s+)?integers?\s+"
+    r"\$?(?P<c>[A-Za-z])\b"
 )
 _CONNECTORS = re.compile(r"(?:\s|,|;|\(|:|\\quad|\\qquad|\\text\{\s*\}|\b(?:where|for|with|and|all|some|any)\b)+$")
 _FAMILY_SHIFTS = ("+1", "-1", "+2", "-2")
@@ -648,14 +654,15 @@ def _integer_families(gold: str, answer: str, final: FinalAnswer, same: _Same) -
         return False
     if same(gold_expression, expression):
         return True
-    gold_only, answer_only = _letters(gold_expression) - _letters(expression), _letters(expression) - _letters(gold_expression)
+    gold_letters, letters = _letters(gold_expression), _letters(expression)
+    gold_only, answer_only = gold_letters - letters, letters - gold_letters
     if len(gold_only) == 1 and len(answer_only) == 1:
         (gold_parameter,), (parameter,) = gold_only, answer_only
     elif not gold_only and not answer_only and len(declared) == 1:
         gold_parameter = parameter = next(iter(declared))
     else:
         return False
-    if not {gold_parameter, parameter} & declared or gold_parameter not in _letters(gold_expression):
+    if not {gold_parameter, parameter} & declared or gold_parameter not in gold_letters:
         return False
     for shift in ("", *_FAMILY_SHIFTS, "-"):
         renamed = f"({gold_parameter}{shift})" if shift != "-" else f"(-{gold_parameter})"
@@ -1162,6 +1169,6 @@ class MathReward(Reward):
             f"MathReward(reference_column={self.reference_column!r}, scoring={self.scoring!r}, "
             f"timeout={self.timeout}, on_timeout={self.on_timeout!r}, num_workers={self.num_workers}, "
             f"cache_size={self.cache_size}"
-            + (f", fallback={self.fallback!r}, fallback_kwargs={self.fallback_kwargs!r}" if self.fallback is not None else "")
+            + (f", fallback={self.fallback!r}, fallback_kwargs={self.fallback_kwargs!r}" if self.fallback else "")
             + ")"
         )

@@ -46,7 +46,9 @@ def resolve_fallback(fallback: str | Callable | None, kwargs: Mapping[str, Any] 
             "not one. Pass a configured callable instead."
         )
     if not callable(target):
-        raise ValueError(f"Reward 'math': fallback {fallback!r} is not callable; it must take (question, reference, answer).")
+        raise ValueError(
+            f"Reward 'math': fallback {fallback!r} is not callable; it must take (question, reference, answer)."
+        )
     return target
 
 
@@ -158,7 +160,9 @@ class CausalLMJudge:
         self.max_prompt_tokens = max_prompt_tokens
 
     def prompt(self, question: str | None, reference: str, answer: str) -> str:
-        text = JUDGE_PROMPT.format(question=(question or "(not given)")[-2000:], reference=reference[-500:], answer=answer[-500:])
+        text = JUDGE_PROMPT.format(
+            question=(question or "(not given)")[-2000:], reference=reference[-500:], answer=answer[-500:]
+        )
         if getattr(self.tokenizer, "chat_template", None):
             return self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True

@@ -5,8 +5,9 @@
   can isolate the file system, `Sandbox()` raises `SandboxUnavailableError` unless weaker isolation is asked
   for explicitly (`isolation="unshare"` or `"none"`, for trusted code only).
 - `run_code_tests` and the test types (`testing`): a program (Python, or C++ compiled in the sandbox) against
-  assert or stdin/stdout tests, in one sandbox run, judged in the caller's process so that a program cannot
-  fake a pass. `harness.py` is the script that runs inside the sandbox (standard library only).
+  assert, statement, stdin/stdout or checker-judged tests, in one sandbox run (or, with `reuse=True`, in a
+  `SandboxServer` that stays up and is emptied between programs), judged in the caller's process so that a
+  program cannot fake a pass. `harness.py` is the script that runs inside the sandbox (standard library only).
 
 The `code` reward (`trl_ext.rewards.code`) is a thin layer on top: code extraction, dataset formats, scoring.
 """
@@ -19,6 +20,7 @@ from .core import (
     Sandbox,
     SandboxLimits,
     SandboxResult,
+    SandboxServer,
     SandboxUnavailableError,
     bwrap_binaries,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "Sandbox",
     "SandboxLimits",
     "SandboxResult",
+    "SandboxServer",
     "SandboxUnavailableError",
     "TestOutcome",
     "assert_test",

@@ -560,6 +560,8 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
         try:
             genuine = _genuine_names(test_code) if test_code is not None else {}
             cpu_seconds = int(-(-timeout // 1))
+            if plan.get("memory"):  # as the sandbox's limit; a reused sandbox allows its compiler more
+                resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
             _child(kind, solution_code, test_code, genuine, restore_modules, child_fds, cpu_seconds, plan["max_value"])
         finally:
             os._exit(70)
@@ -675,6 +677,8 @@ def _refuse_signal_handlers():
     """`signal.signal` accepts only SIG_DFL and SIG_IGN: a Python handler receives the interrupted frame."""
     import _signal
 
+    if getattr(_signal.signal, "only_default_handlers", False):
+        return
     original, allowed, as_int = _signal.signal, (signal.SIG_DFL, signal.SIG_IGN), int
 
     def only_default_handlers(number, handler):
@@ -682,17 +686,138 @@ def _refuse_signal_handlers():
             raise RuntimeError("Python signal handlers are not allowed in the code sandbox")
         return original(as_int(number), as_int(handler))
 
+    only_default_handlers.only_default_handlers = True
     _signal.signal = signal.signal = only_default_handlers
 
 
 def main(argv):
+    if argv[1:] == ["--serve"]:
+        return _serve(argv[0])
     plan_path, solution_path = argv[1], argv[2]
     with open(plan_path, encoding="utf-8") as file:
         plan = json.load(file)
     with open(solution_path, encoding="utf-8", errors="replace") as file:
         source = file.read()
-    report = sys.stdout.buffer
+    _judge_program(plan, source, sys.stdout.buffer, remove=(plan_path, solution_path, argv[0]))
 
+
+def _serve(script):
+    """Judge one program per request line on stdin (`{"plan", "source"}`), each answered by its records and a
+    `{"done": true}` line, until stdin closes. Between requests every process but this one is killed and the
+    sandbox's scratch directories and System V IPC objects are emptied, so each program starts where a fresh
+    sandbox would (see `trl_ext.sandbox.core.SandboxServer`). This process never runs a program itself."""
+    try:
+        os.unlink(script)
+    except OSError:
+        pass
+    requests, report = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        line = requests.readline()
+        if not line:
+            return
+        request = json.loads(line)
+        plan = request["plan"]
+        try:
+            remove = ()
+            if plan.get("language") == "cpp":
+                with open("solution.cpp", "w", encoding="utf-8") as file:
+                    file.write(request["source"])
+                remove = ("solution.cpp",)
+            _judge_program(plan, request["source"], report, remove=remove)
+        except Exception:  # noqa: BLE001 - a harness bug: reported on stderr, the next request still runs
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            _clean_up(plan)
+            report.write(b'{"done": true}\n')
+            report.flush()
+
+
+def _clean_up(plan):
+    if _private_pid_namespace(plan["private_pids"]):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _reap()
+    for directory in plan.get("scratch", ()):
+        _empty_directory(directory)
+    if plan.get("private_ipc"):
+        _remove_ipc_objects()
+
+
+def _mount_points():
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as file:
+            return {line.split()[4].replace("\\040", " ") for line in file if len(line.split()) > 4}
+    except OSError:
+        return set()
+
+
+def _empty_directory(directory):
+    """Remove what programs left in `directory`; mount points (the read-only Python installation under a
+    tmpfs home) and the directories leading to them stay."""
+    import shutil
+
+    def writable_and_retry(function, path, _):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+
+    mounts = _mount_points()
+    keep = {os.path.dirname(mount) for mount in mounts}
+    for mount in list(keep):
+        while mount not in ("/", ""):
+            keep.add(mount)
+            mount = os.path.dirname(mount)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(os.path.abspath(directory), name)
+        if path in mounts:
+            continue
+        if path in keep:
+            _empty_directory(path)
+        elif os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=writable_and_retry)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                writable_and_retry(os.unlink, path, None)
+
+
+def _remove_ipc_objects():
+    """Remove the System V shared memory, semaphores and message queues a program left (private IPC namespace)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, ImportError):
+        return
+    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="utf-8") as file:
+                lines = file.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 1:
+                identifier = int(fields[1])
+                if kind == "sem":
+                    remove(identifier, 0, 0)  # IPC_RMID = 0
+                else:
+                    remove(identifier, 0, None)
+
+
+def _judge_program(plan, source, report, remove=()):
     def emit(index, record):
         record["test"] = index
         report.write(json.dumps(record).encode() + b"\n")
@@ -710,7 +835,7 @@ def main(argv):
             return
         binary = os.path.abspath(plan["compile"]["output"])
     # The solution gets no copy of the plan, of itself on disk, or of this harness to read.
-    for path in (plan_path, solution_path, argv[0]):
+    for path in remove:
         try:
             os.unlink(path)
         except OSError:

@@ -26,7 +26,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .core import Sandbox
+import atexit
+import os
+import threading
+import time
+import weakref
+
+from .core import SANDBOX_DIR, Sandbox, SandboxServer
 
 __all__ = [
     "LANGUAGES",
@@ -36,6 +42,7 @@ __all__ = [
     "CodeTestReport",
     "TestOutcome",
     "assert_test",
+    "close_servers",
     "cpp_compiler",
     "outputs_match",
     "run_code_tests",
@@ -494,6 +501,7 @@ def run_code_tests(
     compile_memory: int = 2 << 30,
     cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
     checker: Checker | None = None,
+    reuse: bool = False,
 ) -> CodeTestReport:
     """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
 
@@ -507,6 +515,10 @@ def run_code_tests(
 
     With a `checker`, each stdin/stdout test's output is judged by that program instead of compared with the
     expected output (a second sandbox run, after the program's).
+
+    With `reuse`, the harness runs in a sandbox that stays up between programs (`SandboxServer`): its
+    interpreter, already started, forks each test as it does in a fresh sandbox; after each program every
+    other process of the sandbox is killed and its scratch directories and IPC objects are emptied.
     """
     if not tests:
         raise ValueError("run_code_tests needs at least one test.")
@@ -554,10 +566,22 @@ def run_code_tests(
     else:
         files["solution.py"] = code
         script_args = ["plan.json", "solution.py"]
-    result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits)
+    if reuse:
+        plan["memory"] = sandbox.limits.memory
+        plan["scratch"] = _scratch_directories(sandbox)
+        plan["private_ipc"] = sandbox.isolation in ("bwrap", "unshare")
+        server_memory = max(sandbox.limits.memory, compile_memory if language == "cpp" else 0)
+        stdout, stderr_bytes, timed_out, wall_time, run_id = _exchange(
+            sandbox, server_memory, {"plan": plan, "source": code}, wall, report_bytes
+        )
+    else:
+        result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits)
+        stdout, stderr_bytes, timed_out, wall_time, run_id = (
+            result.stdout, result.stderr, result.timed_out, result.wall_time, result.run_id
+        )
     records: dict[int, dict] = {}
     compiled = None
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         try:
             record = json.loads(line)
             if compiled is None and isinstance(record, dict) and isinstance(record.get("compile"), dict):
@@ -568,7 +592,7 @@ def run_code_tests(
             continue
         if isinstance(index, int) and 0 <= index < len(tests) and index not in records:
             records[index] = record
-    stderr = result.stderr.decode(errors="replace")
+    stderr = stderr_bytes.decode(errors="replace")
     if "Traceback" in stderr:
         # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
         # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
@@ -587,10 +611,92 @@ def run_code_tests(
                 outcomes[i] = verdicts.get(i, TestOutcome(False, "checker_failed", "the checker gave no verdict"))
     return CodeTestReport(
         outcomes=tuple(outcomes),
-        isolation=result.isolation,
-        wall_time=result.wall_time,
-        sandbox_timed_out=result.timed_out,
-        run_id=result.run_id,
+        isolation=sandbox.isolation,
+        wall_time=wall_time,
+        sandbox_timed_out=timed_out,
+        run_id=run_id,
         harness_stderr=stderr[-2000:],
         compile=compiled,
     )
+
+
+# ------------------------------------------------------------------------------------------ reused sandboxes
+
+# Idle servers per sandbox and memory limit; a server serves this many programs, then a fresh one starts.
+_SERVERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SERVERS_LOCK = threading.Lock()
+_REQUESTS_PER_SERVER = 500
+_SERVER_LIFETIME = 3600.0
+
+
+def _scratch_directories(sandbox: Sandbox) -> list[str]:
+    """The sandbox's own writable directories, emptied after each program: under bubblewrap its tmpfs mounts;
+    otherwise only its working directory (the rest is the host's)."""
+    if sandbox.isolation == "bwrap":
+        home = os.path.expanduser("~")
+        return [SANDBOX_DIR, "/tmp", "/dev/shm", *([home] if home not in ("", "/") else [])]
+    return ["."]
+
+
+def _take_server(sandbox: Sandbox, memory: int) -> SandboxServer:
+    with _SERVERS_LOCK:
+        idle = _SERVERS.setdefault(sandbox, {}).setdefault(memory, [])
+        while idle:
+            server = idle.pop()
+            if server.alive:
+                return server
+            server.close()
+    limits = replace(sandbox.limits, wall_time=_SERVER_LIFETIME, cpu_time=_SERVER_LIFETIME, memory=memory)
+    # Started from one long-lived thread: bubblewrap's --die-with-parent follows the *thread* that started it,
+    # and the reward's worker threads end with each batch.
+    server = _spawner().submit(
+        sandbox.start_python_server, "harness.py", files={"harness.py": _harness_source()}, args=["--serve"],
+        limits=limits,
+    ).result()
+    server.requests = 0
+    return server
+
+
+@lru_cache(maxsize=1)
+def _spawner():
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="code-sandbox-spawner")
+
+
+def _give_back(sandbox: Sandbox, memory: int, server: SandboxServer) -> None:
+    server.requests += 1
+    if server.requests >= _REQUESTS_PER_SERVER or not server.alive:
+        server.close()
+        return
+    with _SERVERS_LOCK:
+        _SERVERS.setdefault(sandbox, {}).setdefault(memory, []).append(server)
+
+
+def _close_all_servers() -> None:
+    for sandbox in list(_SERVERS.keys()):
+        close_servers(sandbox)
+
+
+atexit.register(_close_all_servers)
+
+
+def close_servers(sandbox: Sandbox) -> None:
+    """End every idle reused sandbox of `sandbox` (they also end with the process)."""
+    with _SERVERS_LOCK:
+        pools = _SERVERS.pop(sandbox, {})
+    for servers in pools.values():
+        for server in servers:
+            server.close()
+
+
+def _exchange(sandbox: Sandbox, memory: int, request: dict, wall: float, report_bytes: int):
+    server = _take_server(sandbox, memory)
+    started = time.monotonic()
+    lines, stderr, ok = server.exchange(json.dumps(request).encode(), started + wall, report_bytes)
+    elapsed = time.monotonic() - started
+    if ok:
+        _give_back(sandbox, memory, server)
+    else:
+        server.close()
+    return b"\n".join(lines), stderr, not ok and elapsed >= wall, elapsed, server.run_id
