@@ -69,11 +69,6 @@ _PUNISHMENT_APPENDED = (
     "reward lists are one longer"
 )
 INTENDED_DAPO: dict[str, str] = {
-    # Dynamic sampling draws refill prompts by index.
-    "TestGRPOTrainer::test_train_with_iterable_dataset": "dynamic sampling refuses an IterableDataset train_dataset",
-    "TestGRPOTrainer::test_iterable_dataset_forces_num_workers_zero": (
-        "dynamic sampling refuses an IterableDataset train_dataset"
-    ),
     # The built-in punishment is a reward function of its own.
     "TestGRPOTrainer::test_correct_reward_processing_classes_list": _PUNISHMENT_APPENDED,
     "TestGRPOTrainer::test_single_reward_model_with_single_processing_class": _PUNISHMENT_APPENDED,
