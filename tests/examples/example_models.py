@@ -27,12 +27,15 @@ TOOL_NAMES_ONLY = (
 )
 
 
-def tool_chat_tokenizer():
+def tool_chat_tokenizer(response_schema: bool = True):
+    """With `response_schema=False` TRL keeps completions as plain text (the schema would also move a leading
+    `<think>` block out of the content)."""
     tokenizer = build_char_tokenizer()
     with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", "qwen2_5.jinja")) as file:
         qwen_template = file.read()
     tokenizer.chat_template = qwen_template
-    tokenizer = add_response_schema(tokenizer)  # recognised from the full template
+    if response_schema:
+        tokenizer = add_response_schema(tokenizer)  # recognised from the full template
     messages_part = qwen_template[qwen_template.index("{%- for message in messages %}") :]
     tokenizer.chat_template = TOOL_NAMES_ONLY + messages_part
     return tokenizer
@@ -42,9 +45,11 @@ def tool_call_text(name: str, arguments: dict) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
-def save_tool_player(directory: Path, examples: list[tuple[list[dict], list[dict], str]], steps: int = 200) -> str:
+def save_tool_player(
+    directory: Path, examples: list[tuple[list[dict], list[dict], str]], steps: int = 200, response_schema: bool = True
+) -> str:
     """Warm-start the tiny model on `examples`, each `(messages, tool schemas, answer text)`, and save it."""
-    tokenizer = tool_chat_tokenizer()
+    tokenizer = tool_chat_tokenizer(response_schema)
     while len(examples) < 8:  # a batch draws 8 distinct examples
         examples = examples * 2
     prompts = [

@@ -344,12 +344,19 @@ def word_problems(num_rows: int) -> Dataset:
 
 @pytest.fixture(scope="module")
 def math_model(tmp_path_factory) -> str:
-    """Answers `#### n` with n from 2 to 8 alike, or a boxed answer after a think block."""
+    """Answers `#### n`, with n from 2 to 8 alike."""
+    examples = [(row, None, f"#### {n}") for row in word_problems(16)["prompt"] for n in range(2, 9)]
+    return save_tool_player(tmp_path_factory.mktemp("math-model"), examples, response_schema=False)
+
+
+@pytest.fixture(scope="module")
+def boxed_math_model(tmp_path_factory) -> str:
+    """Answers `\\boxed{n}` with n from 2 to 8 alike, half the time after a think block."""
     examples = []
     for row in word_problems(16)["prompt"]:
-        examples += [(row, None, f"#### {n}") for n in range(2, 9)]
         examples += [(row, None, f"<think>{n}</think>\\boxed{{{n}}}") for n in range(2, 9)]
-    return save_tool_player(tmp_path_factory.mktemp("math-model"), examples)
+        examples += [(row, None, f"\\boxed{{{n}}}") for n in range(2, 9)]
+    return save_tool_player(tmp_path_factory.mktemp("boxed-math-model"), examples, response_schema=False)
 
 
 @pytest.mark.parametrize("kind", ["grpo", "dapo", "gspo"])
@@ -362,18 +369,18 @@ def test_grpo_continuous_batching(tmp_path, math_model, kind):
         use_transformers_continuous_batching=True,
         transformers_continuous_batching_config={"use_cuda_graph": False},
         learning_rate=1e-2,
-        max_steps=2,
+        max_steps=1,  # paged generation on CPU takes some 15 s a batch here
     )
     trainer = make_trainer(kind, tmp_path, math_model, reference_answer_reward, word_problems(16), settings)
     train_and_check(kind, trainer)
 
 
 @pytest.mark.parametrize("kind", ["grpo", "dapo", "gspo"])
-def test_gspo_sequence_level_math(tmp_path, math_model, kind):
+def test_gspo_sequence_level_math(tmp_path, boxed_math_model, kind):
     dataset = word_problems(16).map(lambda row: {"solution": f"${row['reference_answer']}$"})
     settings = dict(
         learning_rate=1e-3,
-        max_completion_length=24,
+        max_completion_length=32,
         log_completions=True,
         per_device_train_batch_size=4,
         num_generations=4,
@@ -386,7 +393,7 @@ def test_gspo_sequence_level_math(tmp_path, math_model, kind):
         steps_per_generation=4,
         max_steps=2,
     )
-    trainer = make_trainer(kind, tmp_path, math_model, [think_format_reward, accuracy_reward], dataset, settings)
+    trainer = make_trainer(kind, tmp_path, boxed_math_model, [think_format_reward, accuracy_reward], dataset, settings)
     batches = train_and_check(kind, trainer)
     # One generation of 4 micro-batches feeds 2 optimiser steps.
     assert len(batches) == 1 and batches[0]["advantages"].numel() == 16

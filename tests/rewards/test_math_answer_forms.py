@@ -21,6 +21,7 @@ from trl_ext.rewards.math_equivalence import (
     extract_final_answer,
     question_text,
     requested_decimals,
+    units_differ,
     verify_math_answer,
 )
 
@@ -127,6 +128,16 @@ def test_degrees_and_radians():
 def test_unit_free_numbers():
     check(r"7\text{th place}", [r"7", r"7^{\text{th}}"], [r"8", r"6^{\text{th}}"])
     check(r"12 \text{ cm}", [r"12", r"12\,\text{cm}"], [r"13", r"1.2"])
+
+
+def test_another_unit_is_another_answer():
+    # math-verify drops units, so without this `9 feet` equals `9 inches`.
+    check(r"9 \text{ inches}", [r"9", r"9\text{ in}", r"9 \text{ inch}"], [r"9 \text{ feet}", r"9 \text{ cm}"])
+    check(r"48 \text{ square feet}", [r"48 \text{ ft}^2", r"48"], [r"48 \text{ ft}", r"48 \text{ in}^2"])
+    check(r"60 \text{ km/h}", [r"60 \text{ km per hour}"], [r"60 \text{ m/s}"])
+    # Words the unit table does not know are left to math-verify.
+    check(r"7\text{th place}", [r"7\text{th}"], [])
+    assert not units_differ(r"12 \text{ cm}", r"12") and units_differ(r"12 \text{ cm}", r"12 \text{ m}")
 
 
 def test_precision_rule_exact_or_finer_answers_for_a_rounded_reference():

@@ -191,3 +191,15 @@ def test_the_shipped_judge_from_a_spec_string(tiny_model_dir, close_pools):
     copy = pickle.loads(pickle.dumps(reward))
     close_pools.append(copy)
     assert isinstance(copy._fallback_callable(), CausalLMJudge)
+
+
+def test_the_fallback_cost_benchmark_runs(one_torch_thread):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import verifier_throughput
+
+    result = verifier_throughput.time_fallback("tiny-128", repeats=1)
+    assert result["answers"] == len(verifier_throughput.FALLBACK_ITEMS) and result["seconds_per_answer"] > 0
+    assert result["prompt_tokens_mean"] > 100 and result["parameters"] > 0

@@ -415,6 +415,8 @@ def _verify(reference: str, answer: FinalAnswer, parsing_timeout: int | None, ve
         same = _Same(parsing_timeout, verify_timeout)
         gold_text, answer_text = normalize_math_answer(gold_answer), normalize_math_answer(answer.text)
         return _integer_families(gold_text, answer_text, answer, same)
+    if answer.text is not None and units_differ(gold_answer, answer.text):
+        return False  # math-verify drops units, so `9 \text{ feet}` would equal `9 \text{ inches}`
     if not predicted:
         return forms()
     # math-verify compares an inequality with an interval reference only when told to.
@@ -669,6 +671,51 @@ def _integer_families(gold: str, answer: str, final: FinalAnswer, same: _Same) -
         if same(gold_expression, _rename(expression, parameter, renamed if shift else gold_parameter)):
             return True
     return False
+
+
+# -- two different units: `9 \text{ feet}` is not `9 \text{ inches}` (math-verify drops both units)
+
+_UNIT_NAMES = {
+    "mm": ("millimeter", "millimetre"), "cm": ("centimeter", "centimetre"), "m": ("meter", "metre"),
+    "km": ("kilometer", "kilometre"), "in": ("inch", "inche"), "ft": ("foot", "feet"), "yd": ("yard",),
+    "mi": ("mile",), "mg": ("milligram",), "g": ("gram",), "kg": ("kilogram",), "lb": ("pound", "lbs"),
+    "oz": ("ounce",), "ml": ("milliliter", "millilitre", "mL"), "l": ("liter", "litre", "L"), "s": ("second", "sec"),
+    "min": ("minute",), "h": ("hour", "hr", "hrs"), "day": (), "week": (), "month": (), "year": ("yr",),
+    "dollar": ("$",), "cent": (), "euro": (), "degree": ("deg",),
+}  # fmt: skip
+_UNIT_ALIASES = {alias.lower(): name for name, aliases in _UNIT_NAMES.items() for alias in (name, *aliases)}
+_UNIT_SUFFIX = re.compile(r"((?:\\(?:text|mathrm|mbox)\s*\{[^{}]*\}\s*(?:\^\s*\{?\d\}?)?\s*)+)$")
+
+
+def _unit(text: str) -> str | None:
+    """The canonical unit an answer ends with (`12\\,\\text{cm}` -> `cm`, `48 \\text{ square feet}` and
+    `48 \\text{ ft}^2` -> `ft^2`, `60 \\text{ km per hour}` -> `km/h`); None when it ends with none, or with
+    words this table does not know (`7\\text{th place}`)."""
+    match = _UNIT_SUFFIX.search(normalize_math_answer(text))
+    if match is None or not match.string[: match.start()].strip():
+        return None
+    words = re.sub(r"\\(?:text|mathrm|mbox)\s*\{([^{}]*)\}", r" \1 ", match.group(1))
+    words = re.sub(r"\s*\^\s*\{?(\d)\}?", r"^\1", words).lower().replace(" per ", "/").replace("/", " / ")
+    words = re.sub(r"\bsquare\s+(\w+)", r"\1^2", re.sub(r"\bcubic\s+(\w+)", r"\1^3", words))
+    parts = []
+    for token in words.split():
+        if token == "/":
+            parts.append("/")
+            continue
+        name, _, power = token.partition("^")
+        name = _UNIT_ALIASES.get(name) or _UNIT_ALIASES.get(name.removesuffix("s"))
+        if name is None:
+            return None
+        parts.append(name + (f"^{power}" if power else ""))
+    return "".join(parts) or None
+
+
+def units_differ(gold: str, answer: str) -> bool:
+    """Whether the reference and the answer both end with a unit this module knows, and not the same one."""
+    if "\\" not in gold or "\\" not in answer:  # a unit is written `\\text{...}`: most answers have none
+        return False
+    gold_unit, unit = _unit(gold), _unit(answer)
+    return gold_unit is not None and unit is not None and gold_unit != unit
 
 
 # -- degrees for radians (`45^\circ` for `\frac{\pi}{4}`) and the reverse
