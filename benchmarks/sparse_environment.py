@@ -243,8 +243,9 @@ class CountRollouts:
     trained batch, how many groups reached the loss and how many of those carried signal (rewards not all equal)."""
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        assembled = getattr(self, "_assembled_rewards", None) is not None  # read first: scoring clears it
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        if getattr(self, "_assembled_rewards", None) is None:
+        if not assembled:
             self.generated_tokens = getattr(self, "generated_tokens", 0) + sum(map(len, completion_ids_list))
             game_rewards = rewards[:, self.reward_func_names.index("NumberGuessingGame")]
             self.rollout_rewards = getattr(self, "rollout_rewards", []) + game_rewards.tolist()
@@ -398,7 +399,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-completion-length", type=int, default=200)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--warm-start-steps", type=int, default=250)
-    parser.add_argument("--eval-steps", type=int, default=5)
+    parser.add_argument("--eval-steps", type=int, default=2)
     parser.add_argument("--eval-samples", type=int, default=16, help="sampled first turns per game")
     parser.add_argument("--target", type=float, default=0.25, help="first-guess accuracy to reach")
     args = parser.parse_args(argv)

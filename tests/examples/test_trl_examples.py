@@ -329,33 +329,37 @@ def reference_answer_reward(completions, reference_answer, **kwargs) -> list[flo
     return rewards
 
 
+ANIMALS = ["cats", "dogs", "hens", "cows"]
+
+
 def word_problems(num_rows: int) -> Dataset:
-    rows = [(a, b) for a in range(1, 5) for b in range(1, 5)][:num_rows]
+    """Sums from 2 to 4: the warm-started model's blind answers hit one time in three, so groups differ."""
+    rows = [(a, b, animal) for animal in ANIMALS for a in (1, 2) for b in (1, 2)][:num_rows]
     return Dataset.from_dict(
         {
             "prompt": [
-                [{"role": "system", "content": MATH_SYSTEM}, {"role": "user", "content": f"{a} cats and {b} more?"}]
-                for a, b in rows
+                [{"role": "system", "content": MATH_SYSTEM}, {"role": "user", "content": f"{a} {animal} and {b} more?"}]
+                for a, b, animal in rows
             ],
-            "reference_answer": [str(a + b) for a, b in rows],
+            "reference_answer": [str(a + b) for a, b, _ in rows],
         }
     )
 
 
 @pytest.fixture(scope="module")
 def math_model(tmp_path_factory) -> str:
-    """Answers `#### n`, with n from 2 to 8 alike."""
-    examples = [(row, None, f"#### {n}") for row in word_problems(16)["prompt"] for n in range(2, 9)]
+    """Answers `#### n`, with n from 2 to 4 alike."""
+    examples = [(row, None, f"#### {n}") for row in word_problems(16)["prompt"] for n in range(2, 5)]
     return save_tool_player(tmp_path_factory.mktemp("math-model"), examples, response_schema=False)
 
 
 @pytest.fixture(scope="module")
 def boxed_math_model(tmp_path_factory) -> str:
-    """Answers `\\boxed{n}` with n from 2 to 8 alike, half the time after a think block."""
+    """Answers `\\boxed{n}` with n from 2 to 4 alike, half the time after a think block."""
     examples = []
     for row in word_problems(16)["prompt"]:
-        examples += [(row, None, f"<think>{n}</think>\\boxed{{{n}}}") for n in range(2, 9)]
-        examples += [(row, None, f"\\boxed{{{n}}}") for n in range(2, 9)]
+        examples += [(row, None, f"<think>{n}</think>\\boxed{{{n}}}") for n in range(2, 5)]
+        examples += [(row, None, f"\\boxed{{{n}}}") for n in range(2, 5)]
     return save_tool_player(tmp_path_factory.mktemp("boxed-math-model"), examples, response_schema=False)
 
 
@@ -608,7 +612,7 @@ def test_grpo_script_streaming_dataset(tmp_path, math_model, kind):
     rows = word_problems(16)
     stream = IterableDataset.from_generator(lambda: (row for row in rows))
     settings = dict(
-        per_device_train_batch_size=16, num_generations=8, max_completion_length=24, learning_rate=1e-2, max_steps=2
+        per_device_train_batch_size=16, num_generations=4, max_completion_length=24, learning_rate=1e-2, max_steps=2
     )
     trainer = make_trainer(kind, tmp_path, math_model, reference_answer_reward, stream, settings)
     train_and_check(kind, trainer)
