@@ -242,17 +242,18 @@ def test_file_system_is_read_only_outside_the_sandbox(bwrap_sandbox, tmp_path):
         "        print('wrote', path)\n"
         "    except OSError as error:\n"
         "        print('refused', path, type(error).__name__)\n"
-        "for path in ('/etc/shadow', '/work', '/root/.bash_history', '/proc/1/environ'):\n"
+        "for path in ('/etc/shadow', sys.argv[-1], '/root/.bash_history', '/proc/1/environ'):\n"
         "    print('visible' if os.path.exists(path) else 'absent', path)\n"
         "print(sorted(os.listdir('/home')) if os.path.isdir('/home') else None)\n"
     )
-    result = bwrap_sandbox.run_python("main.py", files={"main.py": program}, args=targets)
+    project_file = os.path.abspath(__file__)  # the project's own files are not in the sandbox
+    result = bwrap_sandbox.run_python("main.py", files={"main.py": program}, args=[*targets, project_file])
     lines = result.stdout.decode().splitlines()
     # Writing into the home directory succeeds, into a tmpfs that disappears with the run; the rest is refused.
     assert lines[0] == f"wrote {targets[0]}"
-    assert all(line.startswith("refused") for line in lines[1 : len(targets)]), lines
-    assert {line.split()[1]: line.split()[0] for line in lines[len(targets) : -1]} == {
-        "/etc/shadow": "absent", "/work": "absent", "/root/.bash_history": "absent",
+    assert all(line.startswith("refused") for line in lines[1 : len(targets) + 1]), lines
+    assert {line.split()[1]: line.split()[0] for line in lines[len(targets) + 1 : -1]} == {
+        "/etc/shadow": "absent", project_file: "absent", "/root/.bash_history": "absent",
         "/proc/1/environ": "visible",  # the sandbox's own PID 1 (bubblewrap), not the host's
     }
     # Other users' homes are not there; the trainer's own is an empty tmpfs (under /home for most users).
