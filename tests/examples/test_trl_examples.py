@@ -180,7 +180,11 @@ TILES_PROMPT = [{"role": "user", "content": "Merge tiles."}]
 def tiles_model(tmp_path_factory) -> str:
     tools = [get_json_schema(SlidingTiles().move)]
     examples = [
-        ([{"role": "user", "content": TILES_PROMPT[0]["content"] + render_tiles(tiles)}], tools, tool_call_text("move", {"direction": d}))
+        (
+            [{"role": "user", "content": TILES_PROMPT[0]["content"] + render_tiles(tiles)}],
+            tools,
+            tool_call_text("move", {"direction": d}),
+        )
         for tiles in TILE_ROWS
         for d in ("left", "right", "up", "down")
     ]
