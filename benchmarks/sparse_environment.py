@@ -154,7 +154,8 @@ def tool_schemas() -> list[dict]:
 def tool_reply_suffix(tokenizer, reply: str) -> str:
     """The text TRL appends after a completion that called `guess`: the chat template's rendering of the tool
     message and the next assistant header (what `GRPOTrainer._get_tool_suffix_ids` computes, as text)."""
-    call = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "guess", "arguments": {}}}]}
+    tool_calls = [{"type": "function", "function": {"name": "guess", "arguments": {}}}]
+    call = {"role": "assistant", "content": "", "tool_calls": tool_calls}
     before = [{"role": "user", "content": "x"}, call]
     prefix = tokenizer.apply_chat_template(before, tokenize=False)
     full = tokenizer.apply_chat_template(
@@ -378,7 +379,9 @@ def summarise(runs: list[dict]) -> list[dict]:
                 "mean_steps": statistics.fmean(r["steps"] for r in mine),
                 "mean_generated_tokens": statistics.fmean(r["generated_tokens"] for r in mine),
                 "rollout_reward_mean": statistics.fmean(r["rollout_reward_mean"] for r in mine),
-                "signal_fraction": sum(r["signal_groups"] for r in mine) / max(1, sum(r["trained_groups"] for r in mine)),
+                "signal_fraction": (
+                    sum(r["signal_groups"] for r in mine) / max(1, sum(r["trained_groups"] for r in mine))
+                ),
                 "mean_train_seconds": statistics.fmean(r["train_seconds"] for r in mine),
             }
         )

@@ -46,7 +46,7 @@ def tool_call_text(name: str, arguments: dict) -> str:
 
 
 def save_tool_player(
-    directory: Path, examples: list[tuple[list[dict], list[dict], str]], steps: int = 200, response_schema: bool = True
+    directory: Path, examples: list[tuple[list[dict], list[dict], str]], steps: int = 250, response_schema: bool = True
 ) -> str:
     """Warm-start the tiny model on `examples`, each `(messages, tool schemas, answer text)`, and save it."""
     tokenizer = tool_chat_tokenizer(response_schema)
@@ -62,7 +62,7 @@ def save_tool_player(
     torch.manual_seed(0)
     model = build_tiny_causal_lm(tokenizer, hidden_size=64, num_layers=2)
     model.config.max_position_embeddings = 1024
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
     batches = supervised_batches(tokenizer, prompts, answers, batch_size=8, seed=0)
     for _ in range(steps):
         input_ids, attention_mask, labels = next(batches)

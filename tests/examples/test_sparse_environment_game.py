@@ -1,4 +1,4 @@
-"""The guessing game of benchmarks/sparse_environment.py: its rules, its reward, and a warm start that leaks no secret."""
+"""The guessing game of benchmarks/sparse_environment.py: its rules, its reward, a warm start that leaks no secret."""
 
 from __future__ import annotations
 
