@@ -45,16 +45,14 @@ from _common import common_training_args, format_table, machine_info, quiet_tran
 from _common import without_log_printing, write_json
 
 import torch  # noqa: E402
-import trl  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-from trl.chat_template_utils import add_response_schema  # noqa: E402
 
 from trl_ext import DAPOConfig, DAPOTrainer  # noqa: E402
-from trl_ext.tasks import supervised_batches  # noqa: E402
-from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm  # noqa: E402
+from trl_ext.tasks import warm_start  # noqa: E402
+from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer  # noqa: E402
 
 SECRET_RANGE = 9
 GUESSES_PER_GAME = 2
@@ -120,23 +118,6 @@ def game_dataset(num_games: int) -> Dataset:
 
 # ---------------------------------------------------------------------------------------------------- the model
 
-# Names the tools in one line: Qwen2.5's preamble lists whole JSON schemas, hundreds of characters (one token each
-# for the character tokenizer) that would dominate every sequence.
-TOOL_NAMES_HEADER = (
-    "{%- if tools %}{{- '<|im_start|>system\\nTools:' }}{%- for tool in tools %}{{- ' ' + tool.function.name }}"
-    "{%- endfor %}{{- '<|im_end|>\\n' }}{%- endif %}\n"
-)
-
-
-def game_tokenizer():
-    """The character tokenizer with TRL's Qwen2.5 template (tool preamble shortened) and its response schema."""
-    tokenizer = build_char_tokenizer()
-    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", "qwen2_5.jinja")) as file:
-        template = file.read()
-    tokenizer.chat_template = template
-    tokenizer = add_response_schema(tokenizer)  # recognised from the full template: Qwen2.5's schema
-    tokenizer.chat_template = TOOL_NAMES_HEADER + template[template.index("{%- for message in messages %}") :]
-    return tokenizer
 
 
 def guess_call(n: int) -> str:
@@ -187,17 +168,11 @@ def blind_play_examples(tokenizer, num_games: int) -> tuple[list[str], list[str]
 def save_blind_player(directory: Path, num_games: int, steps: int, seed: int = 0) -> str:
     """Warm start on blind play (`blind_play_examples`): the model learns the call's format and to guess uniformly
     at random, twice, nothing about the secrets."""
-    tokenizer = game_tokenizer()
+    tokenizer = build_tool_calling_tokenizer()
     prompts, answers = blind_play_examples(tokenizer, num_games)
     torch.manual_seed(seed)
     model = build_tiny_causal_lm(tokenizer, hidden_size=64, num_layers=2, num_heads=2, seed=seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    batches = supervised_batches(tokenizer, prompts, answers, batch_size=16, seed=seed)
-    for _ in range(steps):
-        input_ids, attention_mask, labels = next(batches)
-        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+    warm_start(model, tokenizer, prompts, answers, steps=steps, learning_rate=3e-3, batch_size=16, seed=seed)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return str(directory)

@@ -26,3 +26,27 @@ def test_batches_are_reproducible_from_the_seed():
     first = next(supervised_batches(tokenizer, *problems, batch_size=4, seed=3))[0]
     again = next(supervised_batches(tokenizer, *problems, batch_size=4, seed=3))[0]
     assert first.equal(again)
+
+
+def test_warm_start_teaches_a_tiny_model_a_tool_call():
+    import torch
+
+    from trl_ext.tasks import warm_start
+    from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer
+
+    tokenizer = build_tool_calling_tokenizer()
+    tools = [{"type": "function", "function": {"name": "weather", "description": "Weather.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Paris?"}], tools=tools, tokenize=False, add_generation_prompt=True
+    )
+    assert "Tools: weather" in prompt and '"parameters"' not in prompt  # the preamble names the tools only
+    answer = '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    torch.manual_seed(0)
+    model = warm_start(build_tiny_causal_lm(tokenizer), tokenizer, [prompt] * 8, [answer] * 8, steps=60,
+                       learning_rate=1e-2)
+    model.eval()
+    prompt_ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        generated = model.generate(prompt_ids, max_new_tokens=len(answer) + 2, do_sample=False)
+    assert tokenizer.decode(generated[0, prompt_ids.size(1):], skip_special_tokens=True) == answer

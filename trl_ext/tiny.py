@@ -7,6 +7,7 @@ are short and easy to verify.
 
 from __future__ import annotations
 
+import os
 import string
 from pathlib import Path
 
@@ -35,6 +36,34 @@ def build_char_tokenizer() -> PreTrainedTokenizerFast:
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
+
+
+# Only the tools' names, on one line: with one token per character, Qwen2.5's tool preamble (every tool's whole JSON
+# schema) would make each prompt hundreds of tokens long.
+_TOOL_NAMES_HEADER = (
+    "{%- if tools %}{{- '<|im_start|>system\\nTools:' }}{%- for tool in tools %}{{- ' ' + tool.function.name }}"
+    "{%- endfor %}{{- '<|im_end|>\\n' }}{%- endif %}\n"
+)
+
+
+def build_tool_calling_tokenizer(response_schema: bool = True) -> PreTrainedTokenizerFast:
+    """The character tokenizer with TRL's Qwen2.5 chat template, its tool preamble cut down to the tools' names.
+
+    Assistant turns, `<tool_call>` blocks and tool messages render as Qwen2.5 renders them, and with
+    `response_schema=True` the tokenizer carries Qwen2.5's response schema, so TRL parses completions into tool calls
+    (`GRPOTrainer(tools=...)`, `environment_factory`). With `False`, TRL keeps completions as plain text.
+    """
+    import trl
+    from trl.chat_template_utils import add_response_schema
+
+    tokenizer = build_char_tokenizer()
+    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", "qwen2_5.jinja")) as file:
+        template = file.read()
+    tokenizer.chat_template = template
+    if response_schema:
+        tokenizer = add_response_schema(tokenizer)  # TRL recognises the schema from the full template
+    tokenizer.chat_template = _TOOL_NAMES_HEADER + template[template.index("{%- for message in messages %}") :]
+    return tokenizer
 
 
 # The Llama architecture is used because `AutoTokenizer` then keeps the tokenizer exactly as saved; with

@@ -1,7 +1,7 @@
 """Tiny local models for the example-script scenarios: a text model that plays tools, built offline in seconds.
 
-The tool-playing model uses the character tokenizer with TRL's Qwen2.5 chat template (tool preamble cut down to the
-tools' names, so prompts stay short) and Qwen2.5's response schema, so TRL parses its `<tool_call>` blocks into tool
+The tool-playing model uses `trl_ext.tiny.build_tool_calling_tokenizer` (TRL's Qwen2.5 chat template, tool preamble
+cut down to the tools' names, and Qwen2.5's response schema), so TRL parses its `<tool_call>` blocks into tool
 calls. A short supervised warm start on (prompt, answer) pairs teaches it the call format; a prompt given several
 answers (calls with different arguments) is answered with any of them, which makes groups of completions differ.
 """
@@ -9,36 +9,12 @@ answers (calls with different arguments) is answered with any of them, which mak
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import torch
-import trl
-from trl.chat_template_utils import add_response_schema
 
-from trl_ext.tasks import supervised_batches
-from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm
-
-# Only the tools' names, on one line: each character is a token, and Qwen2.5's preamble (whole JSON schemas) would
-# make every prompt hundreds of tokens long.
-TOOL_NAMES_ONLY = (
-    "{%- if tools %}{{- '<|im_start|>system\\nTools:' }}{%- for tool in tools %}{{- ' ' + tool.function.name }}"
-    "{%- endfor %}{{- '<|im_end|>\\n' }}{%- endif %}\n"
-)
-
-
-def tool_chat_tokenizer(response_schema: bool = True):
-    """With `response_schema=False` TRL keeps completions as plain text (the schema would also move a leading
-    `<think>` block out of the content)."""
-    tokenizer = build_char_tokenizer()
-    with open(os.path.join(os.path.dirname(trl.__file__), "chat_templates", "qwen2_5.jinja")) as file:
-        qwen_template = file.read()
-    tokenizer.chat_template = qwen_template
-    if response_schema:
-        tokenizer = add_response_schema(tokenizer)  # recognised from the full template
-    messages_part = qwen_template[qwen_template.index("{%- for message in messages %}") :]
-    tokenizer.chat_template = TOOL_NAMES_ONLY + messages_part
-    return tokenizer
+from trl_ext.tasks import warm_start
+from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer
 
 
 def tool_call_text(name: str, arguments: dict) -> str:
@@ -49,7 +25,7 @@ def save_tool_player(
     directory: Path, examples: list[tuple[list[dict], list[dict], str]], steps: int = 250, response_schema: bool = True
 ) -> str:
     """Warm-start the tiny model on `examples`, each `(messages, tool schemas, answer text)`, and save it."""
-    tokenizer = tool_chat_tokenizer(response_schema)
+    tokenizer = build_tool_calling_tokenizer(response_schema)
     while len(examples) < 8:  # a batch draws 8 distinct examples
         examples = examples * 2
     prompts = [
@@ -62,13 +38,7 @@ def save_tool_player(
     torch.manual_seed(0)
     model = build_tiny_causal_lm(tokenizer, hidden_size=64, num_layers=2)
     model.config.max_position_embeddings = 1024
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
-    batches = supervised_batches(tokenizer, prompts, answers, batch_size=8, seed=0)
-    for _ in range(steps):
-        input_ids, attention_mask, labels = next(batches)
-        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+    warm_start(model, tokenizer, prompts, answers, steps=steps, learning_rate=5e-3)
     torch.set_num_threads(threads)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)

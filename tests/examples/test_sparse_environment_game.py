@@ -10,6 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import sparse_environment as game  # noqa: E402
 
+from trl_ext.tiny import build_tool_calling_tokenizer  # noqa: E402
+
 
 def test_guess_answers_higher_lower_correct_and_rewards_a_hit():
     environment = game.NumberGuessingGame()
@@ -49,7 +51,7 @@ def test_dataset_rows_carry_the_secret_that_reset_reads():
 
 
 def test_blind_warm_start_teaches_the_same_uniform_guesses_for_every_game():
-    tokenizer = game.game_tokenizer()
+    tokenizer = build_tool_calling_tokenizer()
     prompts, answers = game.blind_play_examples(tokenizer, num_games=2)
     by_prompt: dict[str, Counter] = {}
     for prompt, answer in zip(prompts, answers, strict=True):

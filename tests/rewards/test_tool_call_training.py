@@ -21,7 +21,7 @@ from trl.chat_template_utils import add_response_schema
 
 from trl_ext import DAPOConfig, DAPOTrainer
 from trl_ext.rewards import build_reward_funcs, call_reward, completion_text
-from trl_ext.tasks import supervised_batches
+from trl_ext.tasks import warm_start
 from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm
 
 from conftest import tiny_training_settings
@@ -62,14 +62,8 @@ def warm_started_model(tokenizer, directory) -> str:
     ]
     answers = [f"<tool_call>\n{json.dumps(expected_call(city))}\n</tool_call>" for city in CITIES]
     torch.manual_seed(0)
-    model = build_tiny_causal_lm(tokenizer)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    batches = supervised_batches(tokenizer, prompts, answers, batch_size=4, seed=0)
-    for _ in range(80):
-        input_ids, attention_mask, labels = next(batches)
-        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+    model = warm_start(build_tiny_causal_lm(tokenizer), tokenizer, prompts, answers, steps=80, learning_rate=1e-2,
+                       batch_size=4)
     model.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return str(directory)

@@ -10,7 +10,7 @@ from .loading import (
     prepare_prompts,
     resolve_model_path,
 )
-from .warm_start import supervised_batches
+from .warm_start import supervised_batches, warm_start
 
 __all__ = [
     "BUILTIN_MODELS",
@@ -24,4 +24,5 @@ __all__ = [
     "prepare_prompts",
     "resolve_model_path",
     "supervised_batches",
+    "warm_start",
 ]

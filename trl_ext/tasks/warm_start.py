@@ -1,4 +1,4 @@
-"""Supervised warm start: the batches that teach a tiny model a task's answer format before RL."""
+"""Supervised warm start: teach a tiny model a task's answer format (or a tool-call format) before RL."""
 
 from __future__ import annotations
 
@@ -33,3 +33,29 @@ def supervised_batches(
             attention_mask[row, : len(sequence)] = 1
             labels[row, len(prompt) : len(sequence)] = torch.tensor(answer)
         yield input_ids, attention_mask, labels
+
+
+def warm_start(
+    model: torch.nn.Module,
+    tokenizer,
+    prompts: Sequence[str],
+    answers: Sequence[str],
+    steps: int,
+    learning_rate: float,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> torch.nn.Module:
+    """Train `model` for `steps` AdamW steps on `supervised_batches(prompts, answers)`; returns it (trained in place).
+
+    Enough for a tiny model to learn an answer or tool-call format in seconds, so that its samples mix right and
+    wrong answers and RL has something to learn from.
+    """
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    batches = supervised_batches(tokenizer, prompts, answers, batch_size=batch_size, seed=seed)
+    model.train()
+    for _ in range(steps):
+        input_ids, attention_mask, labels = next(batches)
+        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model
