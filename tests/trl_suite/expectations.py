@@ -75,7 +75,7 @@ INTENDED_DAPO: dict[str, str] = {
     "TestGRPOTrainer::test_reward_metric_reflects_reward_weights[sum_then_normalize]": (
         "the logged `reward` includes the soft overlong punishment, so it is not the weighted sum of the test's rewards"
     ),
-    # Issue 10 item 2: per-group normalisation would blow the length penalty up to the size of the accuracy reward.
+    # Per-group normalisation would blow the length penalty up to the size of the accuracy reward.
     "TestGRPOTrainer::test_train_normalize_then_sum_aggregation": (
         "normalize_then_sum with the soft overlong punishment is refused at construction"
     ),
@@ -84,7 +84,7 @@ INTENDED_DAPO: dict[str, str] = {
     ),
 }
 
-# Failures that need a trainer change, in the variant(s) named: none left (the issue 10 ones are fixed).
+# Failures that need a trainer change, in the variant(s) named: none left.
 PENDING: dict[tuple[str, ...], dict[str, str]] = {}
 
 # The CI subset: one or two tests per configuration family, with the additions off.
