@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ...sandbox.testing import Checker, CodeTest, assert_test
+from ..sandbox.testing import Checker, CodeTest, assert_test
 
 __all__ = [
     "FORMATS",
