@@ -163,34 +163,36 @@ def _write_all(write, fd, data):
         data = data[write(fd, data):]
 
 
-def _decode_value(node):
-    """Inverse of `encode_value`: fresh plain objects (no method of the solution runs)."""
+def decode_value(node):
+    """Inverse of `encode_value`, building only plain data (it never calls code a value names). The trainer decodes
+    what comes back from the sandbox with it, so anything that is not an encoded value is a ValueError."""
     if isinstance(node, list):
-        return [_decode_value(item) for item in node]
+        return [decode_value(item) for item in node]
     if node is None or isinstance(node, (bool, str)):
         return node
-    ((tag, payload),) = node.items()
-    if tag == "int":
-        return int(payload)
-    if tag == "float":
-        return float(payload)
-    if tag == "complex":
-        return complex(float(payload[0]), float(payload[1]))
-    if tag == "bytes":
-        return bytes.fromhex(payload)
-    if tag in ("tuple", "set", "frozenset"):
-        return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](_decode_value(item) for item in payload)
-    if tag == "dict":
-        return {_decode_value(key): _decode_value(value) for key, value in payload}
-    if tag == "fraction":
-        import fractions
+    if isinstance(node, dict) and len(node) == 1:
+        ((tag, payload),) = node.items()
+        if tag == "int":
+            return int(payload)
+        if tag == "float":
+            return float(payload)
+        if tag == "complex":
+            return complex(float(payload[0]), float(payload[1]))
+        if tag == "bytes":
+            return bytes.fromhex(payload)
+        if tag in ("tuple", "set", "frozenset"):
+            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](decode_value(item) for item in payload)
+        if tag == "dict":
+            return {decode_value(key): decode_value(value) for key, value in payload}
+        if tag == "fraction":
+            import fractions
 
-        return fractions.Fraction(int(payload[0]), int(payload[1]))
-    if tag == "decimal":
-        import decimal
+            return fractions.Fraction(int(payload[0]), int(payload[1]))
+        if tag == "decimal":
+            import decimal
 
-        return decimal.Decimal(payload)
-    raise ValueError(tag)
+            return decimal.Decimal(payload)
+    raise ValueError(f"not an encoded value: {str(node)[:80]}")
 
 
 _NOT_PLAIN = object()
@@ -203,7 +205,7 @@ def _make_comparisons(trusted_types):
     that is not plain data compared with plain data is refused when its class defines comparison methods in
     Python (an "equal to anything" object), unless the test itself trusted that class (`pytest.approx`).
     """
-    encode, decode, unencodable, not_plain = encode_value, _decode_value, _Unencodable, _NOT_PLAIN
+    encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
     heap, methods, type_flags = _HEAP_TYPE, _COMPARISON_METHODS, type.__dict__["__flags__"].__get__
     mro_of, vars_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
     operators = {

@@ -20,8 +20,6 @@ import shutil
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
-from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ import time
 import weakref
 
 from .core import SANDBOX_DIR, Sandbox, SandboxServer
+from .harness import decode_value
 
 __all__ = [
     "LANGUAGES",
@@ -282,37 +281,6 @@ def _lists_for_tuples(value: Any) -> Any:
     return value
 
 
-def _decode(node: Any) -> Any:
-    """Inverse of the harness's `encode_value`, building only plain data (never calls code it names)."""
-    if isinstance(node, list):
-        return [_decode(item) for item in node]
-    if node is None or isinstance(node, (bool, str)):
-        return node
-    if isinstance(node, dict) and len(node) == 1:
-        ((tag, payload),) = node.items()
-        if tag == "int":
-            return int(payload)
-        if tag == "float":
-            return float(payload)
-        if tag == "complex":
-            return complex(float(payload[0]), float(payload[1]))
-        if tag == "bytes":
-            return bytes.fromhex(payload)
-        if tag == "tuple":
-            return tuple(_decode(item) for item in payload)
-        if tag == "set":
-            return {_decode(item) for item in payload}
-        if tag == "frozenset":
-            return frozenset(_decode(item) for item in payload)
-        if tag == "dict":
-            return {_decode(key): _decode(value) for key, value in payload}
-        if tag == "fraction":
-            return Fraction(int(payload[0]), int(payload[1]))
-        if tag == "decimal":
-            return Decimal(payload)
-    raise ValueError(f"not an encoded value: {str(node)[:80]}")
-
-
 NO_CHECK_DETAIL = (
     "the test returned without running any check (no assert ran, no assertion method was called): it cannot "
     "tell a right program from a wrong one"
@@ -361,7 +329,7 @@ def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) 
         return TestOutcome(False, reason, str(record.get("error", record.get("signal", record.get("code", "")))))
     if test.kind == "value" and status == "value":
         try:
-            actual = _decode(json.loads(record["value"]))
+            actual = decode_value(json.loads(record["value"]))
             left, right = (test.expected, actual) if test.literal_first else (actual, test.expected)
             passed = bool(_COMPARISONS[test.operator](left, right))
         except Exception as error:  # noqa: BLE001 - malformed or incomparable value: the test fails
