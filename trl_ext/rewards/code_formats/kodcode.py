@@ -1,0 +1,160 @@
+"""KodCode: a `test` column of pytest-style tests (`from solution import ...`), one test per test function."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from ...sandbox.testing import CodeTest
+from .common import RowTests, _parse, _text
+
+
+# A stand-in for the parts of pytest that test files use, for sandboxes without pytest installed; and a runner
+# for one test function (fixtures by name, `parametrize` marks), counting `raises` blocks as checks.
+_PYTEST_RUNNER = '''
+import sys as _trl_ext_sys
+try:
+    import pytest
+except ImportError:
+    import types as _trl_ext_types
+    pytest = _trl_ext_types.ModuleType("pytest")
+    class _trl_ext_Mark:
+        def __init__(self, name, args=(), kwargs=None):
+            self.name, self.args, self.kwargs = name, args, kwargs or {}
+        def __call__(self, *args, **kwargs):
+            if len(args) == 1 and callable(args[0]) and not kwargs:
+                args[0].pytestmark = getattr(args[0], "pytestmark", []) + [self]
+                return args[0]
+            return _trl_ext_Mark(self.name, args, kwargs)
+    class _trl_ext_Marks:
+        def __getattr__(self, name):
+            return _trl_ext_Mark(name)
+    class _trl_ext_Raises:
+        def __init__(self, expected, match=None):
+            self.expected, self.match, self.value = expected, match, None
+        def __enter__(self):
+            return self
+        def __exit__(self, kind, value, traceback):
+            if kind is None:
+                raise AssertionError(f"DID NOT RAISE {self.expected}")
+            if not issubclass(kind, self.expected):
+                return False
+            if self.match is not None:
+                import re
+                if not re.search(self.match, str(value)):
+                    raise AssertionError(f"{value!s} does not match {self.match!r}")
+            self.value = value
+            return True
+    class _trl_ext_Approx:
+        def __init__(self, expected, rel=None, abs=None):
+            self.expected, self.rel, self.abs = expected, rel, abs
+        def _close(self, actual, expected):
+            import math
+            if isinstance(expected, (list, tuple)):
+                return len(actual) == len(expected) and all(self._close(a, e) for a, e in zip(actual, expected))
+            if isinstance(expected, dict):
+                return actual.keys() == expected.keys() and all(self._close(actual[k], expected[k]) for k in expected)
+            rel = 1e-6 if self.rel is None else self.rel
+            absolute = 1e-12 if self.abs is None else self.abs
+            return math.isclose(actual, expected, rel_tol=rel, abs_tol=absolute)
+        def __eq__(self, actual):
+            try:
+                return self._close(actual, self.expected)
+            except TypeError:
+                return False
+        __hash__ = None
+    def _trl_ext_fixture(function=None, **options):
+        def register(f):
+            f._trl_ext_fixture__ = True
+            return f
+        return register(function) if callable(function) else register
+    def _trl_ext_skip(reason=""):
+        raise AssertionError("skipped: " + str(reason))
+    pytest.mark, pytest.raises, pytest.approx = _trl_ext_Marks(), _trl_ext_Raises, _trl_ext_Approx
+    class _trl_ext_Param:
+        def __init__(self, *values, **options):
+            self.values = values
+    pytest.fixture, pytest.skip, pytest.param = _trl_ext_fixture, _trl_ext_skip, _trl_ext_Param
+    pytest.fail = lambda reason="": (_ for _ in ()).throw(AssertionError(reason))
+    __trl_ext_trust_comparison__(_trl_ext_Approx)
+    _trl_ext_sys.modules["pytest"] = pytest
+else:
+    __trl_ext_trust_comparison__(type(pytest.approx(0)))
+    for _trl_ext_base in type(pytest.approx(0)).__mro__[1:-1]:
+        __trl_ext_trust_comparison__(_trl_ext_base)
+
+def __trl_ext_run_pytest__(name):
+    import inspect, tempfile, pathlib, contextlib, io
+    owner, _, function_name = name.rpartition("::")
+    function = getattr(globals()[owner](), function_name) if owner else globals()[function_name]
+    raises = pytest.raises
+    def counting_raises(*args, **kwargs):
+        context = raises(*args, **kwargs)
+        class Counted:
+            def __enter__(self):
+                return context.__enter__()
+            def __exit__(self, *exc):
+                handled = context.__exit__(*exc)
+                __trl_ext_check__()
+                return handled
+        return Counted()
+    pytest.raises = counting_raises
+    cases = [{}]
+    for mark in reversed(getattr(function, "pytestmark", [])):
+        if getattr(mark, "name", "") == "parametrize":
+            names, values = mark.args[0], mark.args[1]
+            names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+            expanded = []
+            for case in cases:
+                for value in values:
+                    if hasattr(value, "values") and not isinstance(value, dict):  # pytest.param(...)
+                        value = tuple(value.values)
+                        value = value if len(names) > 1 else value[0]
+                    value = value if len(names) > 1 else (value,)
+                    expanded.append({**case, **dict(zip(names, value))})
+            cases = expanded
+    def fixture(fixture_name, stack):
+        if fixture_name == "tmp_path":
+            return pathlib.Path(tempfile.mkdtemp())
+        if fixture_name == "capsys":
+            buffer = io.StringIO()
+            stack.enter_context(contextlib.redirect_stdout(buffer))
+            class Captured:
+                def readouterr(self):
+                    out = buffer.getvalue(); buffer.seek(0); buffer.truncate()
+                    return type("CaptureResult", (), {"out": out, "err": ""})()
+            return Captured()
+        provider = getattr(globals().get(fixture_name), "__wrapped__", globals().get(fixture_name))
+        if provider is None:
+            raise AssertionError(f"fixture {fixture_name!r} not found")
+        arguments = {p: fixture(p, stack) for p in inspect.signature(provider).parameters}
+        value = provider(**arguments)
+        if inspect.isgenerator(value):
+            stack.callback(lambda: next(value, None))
+            value = next(value)
+        return value
+    for case in cases:
+        with contextlib.ExitStack() as stack:
+            arguments = {p: case[p] if p in case else fixture(p, stack) for p in inspect.signature(function).parameters}
+            function(**arguments)
+'''
+
+
+def pytest_tests(source: str) -> list[CodeTest]:
+    """One statement test per pytest-style test: top-level `test*` functions and `test*` methods of `Test*`
+    classes (fixtures defined in the file, `tmp_path`, `capsys`, `parametrize`), pytest or not in the sandbox."""
+    tree = _parse(source, "the pytest test code")
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            names += [f"{node.name}::{item.name}" for item in node.body
+                      if isinstance(item, ast.FunctionDef) and item.name.startswith("test")]
+    return [CodeTest("statement", _PYTEST_RUNNER + "\n" + source + f"\n__trl_ext_run_pytest__({name!r})\n")
+            for name in names]
+
+
+def _kodcode(row: Mapping[str, Any]) -> RowTests:
+    return RowTests(pytest_tests(_text(row["test"])))
