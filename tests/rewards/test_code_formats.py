@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import pickle
 import sys
@@ -272,16 +273,34 @@ def test_unittest_that_patches_or_skips_cannot_pass_a_wrong_program(reward):
     assert [o.status for o in right.outcomes] == ["passed", "error"]  # a skipped test is no verdict
 
 
-def test_mbppplus_rows_with_numpy_need_site_packages():
+def test_mbppplus_rows_with_numpy_run_with_installed_packages(caplog):
     test = (
         "import numpy as np\n\ndef assertion(out, exp, atol):\n    assert np.allclose(out, exp, atol=atol or 1e-6)\n\n"
         "for inp, exp in zip([[1.0], [2.0]], [2.0, 4.0]):\n    assertion(double(*inp), exp, 0)\n"
     )
-    columns = {"test_list": ["assert double(1) == 2"], "test": test}
-    program = fenced("def double(x):\n    return 2 * x\n")
-    assert CodeReward(timeout=4.0)(completions=[program], **{k: [v] for k, v in columns.items()}) == [0.0]
-    with_numpy = CodeReward(timeout=6.0, site_packages=True)
-    assert with_numpy(completions=[program], **{k: [v] for k, v in columns.items()}) == [1.0]
+    columns = {"test_list": [["assert double(1) == 2"]] * 2, "test": [test] * 2}
+    programs = [fenced("def double(x):\n    return 2 * x\n"), fenced("def double(x):\n    return x + 1\n")]
+    # The default ("auto"): this row's tests import NumPy, so it runs with installed packages.
+    assert CodeReward(timeout=6.0)(completions=programs, **columns) == [1.0, 0.0]
+    assert CodeReward(timeout=6.0, site_packages=True)(completions=programs, **columns) == [1.0, 0.0]
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+        assert CodeReward(timeout=6.0, site_packages=False)(completions=programs, **columns) == [None, None]
+    assert "row 0: its tests import ['numpy']" in caplog.text and "site_packages='auto'" in caplog.text
+
+
+def test_rows_whose_tests_import_a_missing_package_cannot_be_judged(caplog):
+    test = "import trl_ext_no_such_package\nassert double(2) == 4\n"
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+        scores = CodeReward(timeout=6.0)(completions=[fenced("def double(x):\n    return 2 * x\n")], tests=[[test]])
+    assert scores == [None]
+    assert "pip install trl_ext_no_such_package" in caplog.text
+
+
+def test_the_program_importing_a_package_does_not_turn_installed_packages_on():
+    # Only the dataset's tests decide; a program's own `import numpy` fails as it would in the dataset's harness
+    # run without it (site_packages=True lets programs use installed packages).
+    program = fenced("import numpy\ndef double(x):\n    return 2 * x\n")
+    assert CodeReward(timeout=6.0)(completions=[program], tests=[["assert double(2) == 4"]]) == [0.0]
 
 
 @pytest.mark.slow

@@ -17,14 +17,18 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 from ..sandbox import Sandbox, SandboxLimits
+from ..sandbox.cpp_headers import precompiled_headers_root
 from ..sandbox.testing import (
     CHECKER_ORDERS,
     DEFAULT_CPP_FLAGS,
@@ -36,6 +40,7 @@ from ..sandbox.testing import (
     TestOutcome,
     assert_test,
     cpp_compiler,
+    imported_modules,
     outputs_match,
     run_code_tests,
 )
@@ -57,6 +62,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# What a test may import without installed packages: the standard library, the program itself (KodCode's `from
+# solution import f`) and pytest, which KodCode's tests get a stand-in for (see `code_formats.kodcode`).
+_STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) | {"solution", "pytest"}
 
 _PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
 _CPP_FENCE_TAGS = frozenset({"cpp", "c++", "cc", "cxx", "hpp"})
@@ -169,13 +178,22 @@ class CodeReward(Reward):
         isolation: Sandbox isolation, see `Sandbox`: "auto" (bubblewrap; raises at construction when nothing
             can isolate the file system), or the explicit opt-ins for trusted code "unshare" and "none".
         num_workers: Programs run at the same time; defaults to the usable CPU cores.
-        site_packages: Let Python programs import installed packages (numpy...), not only the standard library.
+        site_packages: Whether Python programs may import installed packages (NumPy...), not only the standard
+            library. "auto" (default): the rows whose tests import a module outside the standard library (real
+            MBPP+ rows import NumPy, BigCodeBench's pandas...) run with installed packages, the others without.
+            With False such rows score None (cannot judge) with a warning; so do rows whose tests import a
+            module that is not installed.
         language: Language of every program, "python" or "cpp" (stdin/stdout tests only; needs `g++`).
         language_column: Dataset column giving each row's language ("python", "cpp", "c++", ...), overriding
             `language` and the format's own; an empty value means the format's or `language`.
         compile_timeout: Seconds (wall clock and CPU) the C++ compiler may take per completion.
         compile_memory_mb: Address-space limit of each compiler process, in MiB.
         cpp_flags: Compiler flags, default `-std=c++17 -O2 -pipe`.
+        precompiled_headers: Read the standard header a C++ program includes first (`<bits/stdc++.h>`,
+            `<iostream>`...) precompiled, built once per compiler and flags into the user's cache on the
+            host, from the system's headers only (`trl_ext.sandbox.cpp_headers`): the same program, compiled
+            in about a third of the time. GCC falls back to the header itself wherever the precompiled one
+            does not apply.
         reuse_sandbox: Judge programs in sandboxes that stay up (one per worker thread): the harness's
             interpreter is started once, forks each test as a fresh sandbox's would, and after each program
             every other process is killed and the sandbox's scratch directories and IPC objects are emptied.
@@ -200,7 +218,7 @@ class CodeReward(Reward):
         output_match: str | None = None,
         isolation: str = "auto",
         num_workers: int | None = None,
-        site_packages: bool = False,
+        site_packages: bool | str = "auto",
         language: str = "python",
         language_column: str | None = None,
         compile_timeout: float = 30.0,
@@ -213,6 +231,7 @@ class CodeReward(Reward):
         checker_column: str | None = None,
         checker_order: str = "input expected actual",
         reuse_sandbox: bool = True,
+        precompiled_headers: bool = True,
     ):
         if output_match is not None and output_match not in OUTPUT_MATCHES:
             raise ValueError(f"Reward 'code': output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}.")
@@ -231,6 +250,8 @@ class CodeReward(Reward):
             raise ValueError(f"Reward 'code': num_workers must be at least 1 or None, got {num_workers!r}.")
         if language not in LANGUAGES:
             raise ValueError(f"Reward 'code': language must be one of {LANGUAGES}, got {language!r}.")
+        if site_packages not in (True, False, "auto"):
+            raise ValueError(f"Reward 'code': site_packages must be True, False or 'auto', got {site_packages!r}.")
         if not compile_timeout > 0:
             raise ValueError(f"Reward 'code': compile_timeout must be positive seconds, got {compile_timeout!r}.")
         if (language == "cpp" or language_column is not None) and cpp_compiler() is None:
@@ -259,12 +280,29 @@ class CodeReward(Reward):
         self.compile_timeout = float(compile_timeout)
         self.compile_memory_mb = compile_memory_mb
         self.cpp_flags = tuple(cpp_flags)
+        self.precompiled_headers = precompiled_headers
+        # The cache is made visible to the sandbox now: a sandbox that stays up keeps the mounts it started with.
+        read_only_paths = []
+        if precompiled_headers and cpp_compiler() is not None:
+            root = precompiled_headers_root()
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+                read_only_paths.append(str(root))
+            except OSError as error:
+                logger.warning(
+                    "Reward 'code': C++ programs compile without precompiled headers (about 3x slower): cannot "
+                    "create %s (%s). Set TRL_EXT_PCH_DIR to a writable directory.", root, error.strerror or error
+                )
+        self.site_packages = site_packages
         # Raises `SandboxUnavailableError` here, before training, when nothing can isolate the file system.
         self.sandbox = Sandbox(
             SandboxLimits(memory=memory_mb << 20, max_processes=max_processes, max_output=max_output_bytes),
             isolation=isolation,
-            site_packages=site_packages,
+            site_packages=site_packages is True,
+            read_only_paths=read_only_paths,
         )
+        # With site_packages="auto": the same sandbox, with installed packages, for the rows whose tests need them.
+        self._site_sandbox: Sandbox | None = None
 
     # ------------------------------------------------------------------------------------------ one row
 
@@ -305,13 +343,40 @@ class CodeReward(Reward):
                 return _cannot_judge(f"row {index}: C++ rows need stdin/stdout tests, not assert statements")
             if cpp_compiler() is None:
                 return _cannot_judge(f"row {index} is C++, and `g++` is not installed (apt-get install g++)")
+        sandbox = self._sandbox_for(tests, index) if language == "python" else self.sandbox
+        if sandbox is None:
+            return None
         checker = self._row_checker(row, index)
         if checker is False:
             return None
         code = self._extract(text, language)
         if code.strip() and language == "python" and read.prelude:
             code = read.prelude + "\n" + code
-        return code, tests, language, checker
+        return code, tests, language, checker, sandbox
+
+    def _sandbox_for(self, tests: list[CodeTest], index: int) -> Sandbox | None:
+        """The sandbox a Python row runs in: with installed packages when its tests import any (and may), or
+        None (cannot judge, warned) when they cannot be offered."""
+        packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
+        if not packages or self.site_packages is True:
+            return self.sandbox
+        if self.site_packages is False:
+            return _cannot_judge(
+                f"row {index}: its tests import {packages}, outside the standard library, and site_packages=False "
+                "keeps installed packages out of the sandbox: pass site_packages='auto' (the default) or True"
+            )
+        if self.sandbox.python == os.path.abspath(sys.executable):
+            missing = [name for name in packages if importlib.util.find_spec(name) is None]
+            if missing:
+                return _cannot_judge(
+                    f"row {index}: its tests import {missing}, which is not installed: pip install {' '.join(missing)}"
+                )
+        if self._site_sandbox is None:
+            self._site_sandbox = Sandbox(
+                self.sandbox.limits, isolation=self.sandbox.backend, python=self.sandbox.python,
+                site_packages=True, read_only_paths=self.sandbox.read_only_paths,
+            )
+        return self._site_sandbox
 
     def _with_comparison(self, read: RowTests, row: Mapping[str, Any], index: int) -> list[CodeTest] | None:
         output_match, rel_tol, abs_tol = self.output_match or read.output_match, self.rel_tol, self.abs_tol
@@ -365,15 +430,17 @@ class CodeReward(Reward):
         return extract_cpp_code(text) if language == "cpp" else extract_python_code(text)
 
     def _evaluate(
-        self, code: str, tests: list[CodeTest], language: str = "python", checker: Checker | None = None
+        self, code: str, tests: list[CodeTest], language: str = "python", checker: Checker | None = None,
+        sandbox: Sandbox | None = None,
     ) -> CodeTestReport:
+        sandbox = sandbox or self.sandbox
         if not code.strip():
             outcomes = tuple(TestOutcome(False, "no_code", f"no {language} code in the completion") for _ in tests)
-            return CodeTestReport(outcomes, self.sandbox.isolation, 0.0)
+            return CodeTestReport(outcomes, sandbox.isolation, 0.0)
         return run_code_tests(
             code,
             tests,
-            sandbox=self.sandbox,
+            sandbox=sandbox,
             timeout=self.timeout,
             max_output=self.max_output_bytes,
             output_match=self.output_match or "lines",
@@ -384,6 +451,7 @@ class CodeReward(Reward):
             cpp_flags=self.cpp_flags,
             checker=checker,
             reuse=self.reuse_sandbox,
+            precompiled_headers=self.precompiled_headers,
         )
 
     def _score(self, report: CodeTestReport) -> float:

@@ -8,6 +8,8 @@
   assert, statement, stdin/stdout or checker-judged tests, in one sandbox run (or, with `reuse=True`, in a
   `SandboxServer` that stays up and is emptied between programs), judged in the caller's process so that a
   program cannot fake a pass. `harness.py` is the script that runs inside the sandbox (standard library only).
+- `cpp_headers`: precompiled standard headers for C++ programs, built on the host into the user's cache and
+  read-only in the sandbox; a program compiles to the same result, about three times faster.
 
 The `code` reward (`trl_ext.rewards.code`) is a thin layer on top: code extraction, dataset formats, scoring.
 """

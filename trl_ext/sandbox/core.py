@@ -217,6 +217,8 @@ class Sandbox:
             its installation directory is made visible read-only.
         site_packages: Whether `run_python` scripts may import installed packages (numpy, ...); by default
             they see the standard library only, which also saves the `site` import on every run.
+        read_only_paths: Host directories programs may read besides the system's (bubblewrap binds each,
+            when it exists, read-only at the same path; the other backends see the host's files anyway).
 
     A `Sandbox` is picklable and can be used from several threads at once; each run is its own process.
     `isolation` is the backend in use ("bwrap", "unshare" or "none"), `backend` its details (which bubblewrap
@@ -230,6 +232,7 @@ class Sandbox:
         isolation: str | Backend = "auto",
         python: str | None = None,
         site_packages: bool = False,
+        read_only_paths: Sequence[str] = (),
     ):
         if not isinstance(isolation, Backend) and isolation not in ISOLATION_MODES:
             raise ValueError(f"Sandbox isolation must be one of {ISOLATION_MODES} or a Backend, got {isolation!r}.")
@@ -237,6 +240,7 @@ class Sandbox:
         self.requested_isolation = isolation
         self.python = os.path.abspath(python or sys.executable)
         self.site_packages = site_packages
+        self.read_only_paths = tuple(os.path.abspath(path) for path in read_only_paths)
         self._setup()
 
     def _setup(self) -> None:
@@ -398,7 +402,8 @@ class Sandbox:
     ) -> tuple[list[str], dict[str, str], str]:
         """The command line, environment and working directory that start the launcher in the sandbox."""
         return _sandbox_command(
-            self.backend, self.python, argv, workdir, limits, run_id, python_script, self.site_packages
+            self.backend, self.python, argv, workdir, limits, run_id, python_script, self.site_packages,
+            self.read_only_paths,
         )
 
 
@@ -546,7 +551,7 @@ class SandboxServer:
 
 def _sandbox_command(
     backend: Backend, python: str, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str,
-    python_script: bool, site_packages: bool,
+    python_script: bool, site_packages: bool, read_only_paths: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str], str]:
     isolation = backend.name
     root = os.geteuid() == 0
@@ -580,7 +585,7 @@ def _sandbox_command(
         if site_packages:
             env["TRL_EXT_SANDBOX_SITE"] = "1"
     if isolation == "bwrap":
-        arguments = _bwrap_arguments(python, workdir, limits, backend.user_namespace)
+        arguments = _bwrap_arguments(python, workdir, limits, backend.user_namespace, read_only_paths)
         return [backend.binary, *arguments, "--", *launcher], env, "/"
     if isolation == "unshare":
         namespaces = ["--net", "--pid", "--ipc", "--uts", "--mount", "--fork", "--kill-child", "--mount-proc"]
@@ -624,7 +629,9 @@ def _give_to_nobody(workdir: str) -> None:
             os.chown(os.path.join(directory, name), _SANDBOX_UID, _SANDBOX_UID)
 
 
-def _bwrap_arguments(python: str, workdir: str, limits: SandboxLimits, user_namespace: bool = True) -> list[str]:
+def _bwrap_arguments(
+    python: str, workdir: str, limits: SandboxLimits, user_namespace: bool = True, read_only_paths: Sequence[str] = ()
+) -> list[str]:
     size = str(limits.scratch_size)
     if user_namespace:
         arguments = [
@@ -661,6 +668,8 @@ def _bwrap_arguments(python: str, workdir: str, limits: SandboxLimits, user_name
     # After the tmpfs mounts, so an interpreter installed under the home directory or /tmp stays visible.
     for path in _interpreter_dirs(python):
         arguments += ["--ro-bind", path, path]
+    for path in read_only_paths:
+        arguments += ["--ro-bind-try", path, path]
     arguments += [
         "--proc", "/proc",
         # Sysctls check only the file mode against kernel uid 0: a root trainer's program (uid 0 outside, even

@@ -12,25 +12,25 @@ compiled once per run, inside the sandbox, with its own time and memory limits; 
 from __future__ import annotations
 
 import ast
+import atexit
 import json
 import logging
 import math
 import operator
+import os
 import shutil
 import textwrap
+import threading
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import atexit
-import os
-import threading
-import time
-import weakref
-
 from .core import SANDBOX_DIR, Sandbox, SandboxServer
+from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
 from .harness import decode_value
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "assert_test",
     "close_servers",
     "cpp_compiler",
+    "imported_modules",
     "outputs_match",
     "run_code_tests",
 ]
@@ -172,6 +173,15 @@ def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
             imports.add(node.module)
     tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
     return ast.unparse(tree), tuple(sorted(imports))
+
+
+def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
+    """Top-level names of the modules the Python tests import (`numpy` for `import numpy.testing`)."""
+    names = set()
+    for test in tests:
+        if test.kind == "statement":
+            names.update(module.partition(".")[0] for module in _instrumented(test.source)[1])
+    return frozenset(names)
 
 
 def _literal(node: ast.AST) -> Any:
@@ -450,6 +460,19 @@ def _run_checker(
     return verdicts
 
 
+def _precompiled_include(sandbox: Sandbox, compiler: str, flags: Sequence[str], code: str) -> list[str]:
+    """`["-isystem", directory]` holding the precompiled form of the program's first header, where the sandbox sees
+    the cache read-only. Never without file-system isolation: a program that could write there would plant a
+    header into every later program's compile."""
+    header = first_standard_include(code)
+    root = str(precompiled_headers_root())
+    mounted = any(root == path or root.startswith(path + "/") for path in sandbox.read_only_paths)
+    if header is None or not mounted or not sandbox.backend.file_system_isolated:
+        return []
+    directory = precompiled_header_dir(compiler, tuple(flags), header)
+    return [] if directory is None else ["-isystem", directory]
+
+
 @lru_cache(maxsize=1)
 def _harness_source() -> str:
     return Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
@@ -470,6 +493,7 @@ def run_code_tests(
     cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
     checker: Checker | None = None,
     reuse: bool = False,
+    precompiled_headers: bool = True,
 ) -> CodeTestReport:
     """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
 
@@ -479,7 +503,10 @@ def run_code_tests(
     `language="cpp"`: `code` is C++ source, compiled once inside the sandbox with `g++ *cpp_flags`, limited to
     `compile_timeout` seconds (wall clock and CPU) and `compile_memory` bytes of address space per compiler
     process; a failed or timed-out compile fails every test (`compile_error`, `compile_timeout`). The tests
-    must be stdin/stdout tests; each runs the binary with the sandbox's per-process memory limit.
+    must be stdin/stdout tests; each runs the binary with the sandbox's per-process memory limit. With
+    `precompiled_headers`, the standard header the program includes first is read precompiled when the sandbox
+    can see `cpp_headers.precompiled_headers_root()` (see `trl_ext.sandbox.cpp_headers`): the same program,
+    compiled in about a third of the time.
 
     With a `checker`, each stdin/stdout test's output is judged by that program instead of compared with the
     expected output (a second sandbox run, after the program's).
@@ -512,8 +539,9 @@ def run_code_tests(
         compiler = cpp_compiler()
         if compiler is None:
             raise RuntimeError("run_code_tests: language='cpp' needs `g++` (apt-get install g++).")
+        include = _precompiled_include(sandbox, compiler, cpp_flags, code) if precompiled_headers else []
         plan["compile"] = {
-            "argv": [compiler, *cpp_flags, "-o", "solution", "solution.cpp"],
+            "argv": [compiler, *cpp_flags, *include, "-o", "solution", "solution.cpp"],
             "timeout": compile_timeout,
             "memory": compile_memory,
             "max_output": _MAX_DIAGNOSTICS,
