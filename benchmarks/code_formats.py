@@ -13,7 +13,8 @@ Per format it prints: whether the rows were read as they are (auto-detected, no 
 programs passed, wrong programs rejected (score 0; `None` would also count as not passed but is listed),
 completions scored per second (one at a time, every test of a row in one sandbox; empty and prose completions,
 which start no sandbox, included), and tests run per second by the right programs (every test of a row runs,
-each in its own process).
+each in its own process). Rates are after a first, untimed run of each row, as in training, where the sandbox
+stays up between batches.
 
     python benchmarks/code_formats.py --out benchmarks/results/code_formats.json
     python benchmarks/code_formats.py --quick          # the rows here only, no HumanEval
@@ -476,10 +477,15 @@ def score_format(cases: list[dict], reward_cache: dict) -> dict:
             reward_cache[key] = get_reward("code", timeout=4.0, partial_credit=False, **options)
         reward = reward_cache[key]
         columns = case["columns"]
+        batch = {name: [value] for name, value in columns.items()}
+        try:  # untimed: starts the sandbox this row runs in (and builds a C++ header) as a training run's first batch would
+            call_reward(reward, completions=[completions_of(case)[0][1]], **batch)
+        except (KeyError, ValueError):
+            pass  # reported below
         for kind, completion, right in completions_of(case):
             started = time.perf_counter()
             try:
-                (score,) = call_reward(reward, completions=[completion], **{name: [value] for name, value in columns.items()})
+                (score,) = call_reward(reward, completions=[completion], **batch)
             except (KeyError, ValueError) as error:  # not readable as it is
                 read_as_is, score = False, None
                 failures.append(f"{kind}: {type(error).__name__}: {error}"[:200])

@@ -293,6 +293,7 @@ def test_rows_whose_tests_import_a_missing_package_cannot_be_judged(caplog):
     with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
         scores = CodeReward(timeout=6.0)(completions=[fenced("def double(x):\n    return 2 * x\n")], tests=[[test]])
     assert scores == [None]
+    assert "row 0: its tests import ['trl_ext_no_such_package'], which is not installed" in caplog.text
     assert "pip install trl_ext_no_such_package" in caplog.text
 
 

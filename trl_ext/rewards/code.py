@@ -66,6 +66,12 @@ logger = logging.getLogger(__name__)
 # What a test may import without installed packages: the standard library, the program itself (KodCode's `from
 # solution import f`) and pytest, which KodCode's tests get a stand-in for (see `code_formats.kodcode`).
 _STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) | {"solution", "pytest"}
+# Packages installed under another name than the one imported (BigCodeBench's tests import several).
+_DISTRIBUTIONS = {
+    "sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python", "PIL": "pillow",
+    "bs4": "beautifulsoup4", "yaml": "pyyaml", "dateutil": "python-dateutil", "Crypto": "pycryptodome",
+    "docx": "python-docx", "dotenv": "python-dotenv",
+}
 
 _PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
 _CPP_FENCE_TAGS = frozenset({"cpp", "c++", "cc", "cxx", "hpp"})
@@ -368,9 +374,8 @@ class CodeReward(Reward):
         if self.sandbox.python == os.path.abspath(sys.executable):
             missing = [name for name in packages if importlib.util.find_spec(name) is None]
             if missing:
-                return _cannot_judge(
-                    f"row {index}: its tests import {missing}, which is not installed: pip install {' '.join(missing)}"
-                )
+                install = " ".join(_DISTRIBUTIONS.get(name, name) for name in missing)
+                return _cannot_judge(f"row {index}: its tests import {missing}, which is not installed: pip install {install}")
         if self._site_sandbox is None:
             self._site_sandbox = Sandbox(
                 self.sandbox.limits, isolation=self.sandbox.backend, python=self.sandbox.python,
