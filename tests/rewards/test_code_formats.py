@@ -232,6 +232,39 @@ def test_testlib_argument_order_and_a_cpp_checker():
     assert scores == [1.0, 0.0]
 
 
+def test_a_cpp_checker_is_compiled_once_for_every_completion_it_judges():
+    from trl_ext.sandbox import testing
+
+    cpp = (
+        "#include <fstream>\nint main(int argc, char** argv) { std::ifstream in(argv[1]), got(argv[3]);"
+        " long n, a, b; in >> n; if (!(got >> a >> b)) return 1; return a * b == n && a > 1 && b > 1 ? 0 : 1; }\n"
+        "// compiled once\n"
+    )
+    reward = CodeReward(timeout=2.0, checker_column="checker")
+    tests = [{"input": "6", "output": "2 3"}, {"input": "15", "output": "3 5"}]
+    programs = ["n = int(input())\nd = next(d for d in range(2, n) if n % d == 0)\nprint(n // d, d)\n",
+                "n = int(input())\nprint(1, n)\n", "n = int(input())\nprint(2, n // 2)\n"]
+    checker = {"language": "cpp", "source": cpp}
+    scores = reward(completions=[fenced(p) for p in programs], tests=[tests] * 3, checker=[checker] * 3)
+    assert scores == [1.0, 0.0, 0.5]
+    compiled = testing._compiled_checker(testing.Checker(cpp, "cpp"), sandbox=reward.sandbox, compile_timeout=30,
+                                         compile_memory=2 << 30)
+    assert isinstance(compiled, bytes) and compiled.startswith(b"\x7fELF")
+    # The same source again is the binary already compiled, not a new compile.
+    assert testing._compiled_checker(testing.Checker(cpp, "cpp"), sandbox=reward.sandbox, compile_timeout=30,
+                                     compile_memory=2 << 30) is compiled
+
+
+def test_a_checker_that_does_not_compile_cannot_judge_the_row(caplog):
+    reward = CodeReward(timeout=2.0, checker_column="checker")
+    broken = {"language": "cpp", "source": "#include <fstream>\nint main( { return 0; }\n"}
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+        scores = reward(completions=[fenced("print(2, 3)\n")], tests=[[{"input": "6", "output": "2 3"}]],
+                        checker=[broken])
+    assert scores == [None]  # not 0: the dataset's checker is at fault, not the program
+    assert "row 0 of the batch: its checker program (column 'checker') does not compile" in caplog.text
+
+
 def test_a_cpp_program_judged_by_a_checker():
     reward = CodeReward(timeout=2.0, checker_column="checker", language="cpp")
     program = "#include <iostream>\nint main() { long n; std::cin >> n; std::cout << 1 << ' ' << n - 1 << std::endl; }\n"

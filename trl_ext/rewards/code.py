@@ -364,7 +364,7 @@ class CodeReward(Reward):
         """The sandbox a Python row runs in: with installed packages when its tests import any (and may), or
         None (cannot judge, warned) when they cannot be offered."""
         packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
-        if not packages or self.site_packages is True:
+        if not packages:
             return self.sandbox
         if self.site_packages is False:
             return _cannot_judge(
@@ -372,10 +372,12 @@ class CodeReward(Reward):
                 "keeps installed packages out of the sandbox: pass site_packages='auto' (the default) or True"
             )
         if self.sandbox.python == os.path.abspath(sys.executable):
-            missing = [name for name in packages if importlib.util.find_spec(name) is None]
+            missing = [name for name in packages if not _installed(name)]
             if missing:
                 install = " ".join(_DISTRIBUTIONS.get(name, name) for name in missing)
                 return _cannot_judge(f"row {index}: its tests import {missing}, which is not installed: pip install {install}")
+        if self.site_packages is True:
+            return self.sandbox
         if self._site_sandbox is None:
             self._site_sandbox = Sandbox(
                 self.sandbox.limits, isolation=self.sandbox.backend, python=self.sandbox.python,
@@ -523,7 +525,22 @@ class CodeReward(Reward):
                 "pass tests_format=... naming the dataset's format."
             )
             return None
+        if report.checker_unusable:
+            detail = next(outcome.detail for outcome in report.outcomes if outcome.status == "checker_error")
+            _warn_once(
+                f"row {index} of the batch: its checker program (column {self.checker_column!r}) does not compile, so "
+                f"no output can be judged; such rows score None (cannot judge). Fix the checker: {detail}"
+            )
+            return None
         return self._score(report)
+
+
+def _installed(module: str) -> bool:
+    """Whether this interpreter can import the top-level module `module` (found without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _filled(value: Any) -> bool:
