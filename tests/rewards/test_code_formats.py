@@ -330,6 +330,13 @@ def test_rows_whose_tests_import_a_missing_package_cannot_be_judged(caplog):
     assert "pip install trl_ext_no_such_package" in caplog.text
 
 
+def test_a_test_program_that_does_not_parse_cannot_judge_its_row(caplog):
+    columns = {"test_list": [["assert double(1) == 2"]], "test": ["for x in [1, 2]:\nassert double(x) == 2 * x\n"]}
+    with caplog.at_level(logging.WARNING, logger="trl_ext.rewards.code"):
+        assert CodeReward(timeout=6.0)(completions=[fenced("def double(x):\n    return 2 * x\n")], **columns) == [None]
+    assert "row 0: a test does not parse as Python" in caplog.text
+
+
 def test_the_program_importing_a_package_does_not_turn_installed_packages_on():
     # Only the dataset's tests decide; a program's own `import numpy` fails as it would in the dataset's harness
     # run without it (site_packages=True lets programs use installed packages).

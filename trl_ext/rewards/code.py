@@ -363,7 +363,10 @@ class CodeReward(Reward):
     def _sandbox_for(self, tests: list[CodeTest], index: int) -> Sandbox | None:
         """The sandbox a Python row runs in: with installed packages when its tests import any (and may), or
         None (cannot judge, warned) when they cannot be offered."""
-        packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
+        try:
+            packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
+        except SyntaxError as error:
+            return _cannot_judge(f"row {index}: a test does not parse as Python ({error.msg}, line {error.lineno})")
         if not packages:
             return self.sandbox
         if self.site_packages is False:

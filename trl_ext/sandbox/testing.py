@@ -168,14 +168,20 @@ def instrument_checks(source: str) -> str:
 @lru_cache(maxsize=4096)
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
+    imports = _imports(tree)
+    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
+    return ast.unparse(tree), tuple(sorted(imports))
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """The modules `tree` imports, by their full names (relative imports left out)."""
     imports = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imports.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imports.add(node.module)
-    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
-    return ast.unparse(tree), tuple(sorted(imports))
+    return imports
 
 
 def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
@@ -183,7 +189,7 @@ def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
     names = set()
     for test in tests:
         if test.kind == "statement":
-            names.update(module.partition(".")[0] for module in _instrumented(test.source)[1])
+            names.update(module.partition(".")[0] for module in _imports(ast.parse(test.source)))
     return frozenset(names)
 
 
