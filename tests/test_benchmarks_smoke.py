@@ -106,3 +106,13 @@ def test_gpu_variant_dry_run_on_cpu(tmp_path):
     assert 0.0 <= result["warm_start_pass@1"] <= 1.0
     assert {run["method"] for run in result["runs"]} == {"dapo", "grpo", "gspo"}
     assert (tmp_path / "sample_efficiency.json").is_file() and (tmp_path / "sample_efficiency.png").is_file()
+
+
+def test_code_sandbox_side_by_side_measures_every_path():
+    import code_sandbox
+
+    for program, paths in (("python", ["fresh", "reused (default)"]),
+                           ("cpp-bits", ["fresh", "reused", "reused + precompiled headers (default)"])):
+        rows = code_sandbox.side_by_side("auto", program, batch=2, workers=2, repeats=1)
+        assert [row["path"] for row in rows] == paths and rows[0]["sequential_ratio_to_fresh"] == 1.0
+        assert all(row["sequential_runs_per_s"] > 0 and row["parallel_runs_per_s"] > 0 for row in rows)
