@@ -27,7 +27,8 @@ BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATI
         ("#include <iostream>\nint main() {}", "iostream"),
         ("#include<bits/stdc++.h>\nusing namespace std;", "bits/stdc++.h"),
         ("// solution\n/* two\n lines */\n\n#include <vector>\n#include <iostream>", "vector"),
-        ("#define LOCAL\n#pragma GCC optimize(\"O3\")\n#include <cstdio>", "cstdio"),  # GCC decides validity
+        ("#define LOCAL\n#pragma GCC optimize(\"O3\")\n#include <vector>", "vector"),  # GCC decides validity
+        ("#include <cstdio>\n#include <vector>", None),  # a C header first: too cheap to be worth precompiling
         ('#include "mine.h"\n#include <iostream>', None),  # a program's own header comes first
         ("#include <boost/graph.hpp>", None),  # not a standard header: nothing is built for it
         ("#include <../../etc/passwd>", None),
@@ -64,6 +65,16 @@ def test_a_header_is_built_once_into_the_cache(cache):
     other = precompiled_header_dir(cpp_compiler(), ("-std=c++14", "-O0"), "vector")
     assert other != found[0]
     assert precompiled_header_dir(cpp_compiler(), DEFAULT_CPP_FLAGS, "boost/graph.hpp") is None
+
+
+def test_the_cache_stops_growing_at_its_limit(cache, monkeypatch):
+    from trl_ext.sandbox import cpp_headers
+
+    assert precompiled_header_dir(cpp_compiler(), DEFAULT_CPP_FLAGS, "vector") is not None
+    monkeypatch.setattr(cpp_headers, "MAX_CACHE_BYTES", 1 << 20)  # smaller than vector's precompiled form
+    assert precompiled_header_dir(cpp_compiler(), DEFAULT_CPP_FLAGS, "map") is None
+    assert precompiled_header_dir(cpp_compiler(), DEFAULT_CPP_FLAGS, "vector") is not None  # built ones stay in use
+    assert sorted(path.name for path in cache.rglob("*.gch")) == ["vector.gch"]
 
 
 def test_a_failed_build_leaves_nothing(cache):

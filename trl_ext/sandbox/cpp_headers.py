@@ -10,8 +10,8 @@ same result either way; only the time changes.
 The headers are precompiled on the host, outside the sandbox, from the system's own headers: a program only
 decides *which* standard header (a name from `STANDARD_HEADERS`, nothing else), never what is compiled. Each
 is built once per compiler and flags, the first time a program starts with it, into the user's cache
-(`$XDG_CACHE_HOME/trl-ext/cpp-pch`, `TRL_EXT_PCH_DIR` to move it), and the sandbox sees that directory
-read-only.
+(`$XDG_CACHE_HOME/trl-ext/cpp-pch`, `TRL_EXT_PCH_DIR` to move it; at most `MAX_CACHE_BYTES` per compiler and
+flags), and the sandbox sees that directory read-only.
 """
 
 from __future__ import annotations
@@ -26,23 +26,25 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["STANDARD_HEADERS", "first_standard_include", "precompiled_header_dir", "precompiled_headers_root"]
+__all__ = [
+    "MAX_CACHE_BYTES",
+    "STANDARD_HEADERS",
+    "first_standard_include",
+    "precompiled_header_dir",
+    "precompiled_headers_root",
+]
 
-# The C++17 standard library's headers, the C headers in both spellings, and GCC's all-in-one header.
+# The headers worth precompiling that programs put first: GCC's all-in-one header and the C++ library's common
+# headers. The C headers (`<cstdio>`, `<cstring>`...) parse in a few milliseconds, less than reading a
+# precompiled form saves; the rarer C++ headers would grow the cache (about 20 MB each) for little.
 STANDARD_HEADERS = frozenset(
     """
-    bits/stdc++.h algorithm any array atomic bitset cassert ccomplex cctype cerrno cfenv cfloat charconv chrono
-    cinttypes climits clocale cmath codecvt complex condition_variable csetjmp csignal cstdarg cstddef cstdint
-    cstdio cstdlib cstring ctime cwchar cwctype deque exception execution filesystem forward_list fstream
-    functional future initializer_list iomanip ios iosfwd iostream istream iterator limits list locale map
-    memory memory_resource mutex new numeric optional ostream queue random ratio regex scoped_allocator set
-    shared_mutex sstream stack stdexcept streambuf string string_view system_error thread tuple type_traits
-    typeindex typeinfo unordered_map unordered_set utility valarray variant vector
-    assert.h ctype.h errno.h float.h inttypes.h limits.h locale.h math.h setjmp.h signal.h stdarg.h stddef.h
-    stdint.h stdio.h stdlib.h string.h time.h wchar.h wctype.h
+    bits/stdc++.h algorithm array bitset chrono cmath deque fstream functional iomanip iostream limits list map
+    numeric queue random set sstream stack string tuple unordered_map unordered_set utility vector
     """.split()
 )
-
+# Disk one compiler-and-flags directory may take (every header above: 445 MB with GCC 12; `<bits/stdc++.h>`: 100 MB).
+MAX_CACHE_BYTES = 640 << 20
 _BUILD_TIMEOUT = 120.0
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _INCLUDE = re.compile(r"#\s*include\s*<([^>\s]+)>")
@@ -116,12 +118,16 @@ def precompiled_header_dir(compiler: str, flags: Sequence[str], header: str) -> 
     with lock:
         if target.exists():
             return str(directory)
-        if (str(directory), header) in _failed:
+        if (str(directory), header) in _failed or _bytes_under(directory) > MAX_CACHE_BYTES:
             return None
         if not _build(compiler, flags, header, target):
             _failed.add((str(directory), header))
             return None
     return str(directory)
+
+
+def _bytes_under(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*.gch")) if directory.exists() else 0
 
 
 def _build(compiler: str, flags: Sequence[str], header: str, target: Path) -> bool:
