@@ -412,7 +412,39 @@ CASES = {
                 "    return [3] * n\n",
                 "pass body": "def task_func(n):\n    pass\n",
             },
-        }
+        },
+        {
+            # As most BigCodeBench tasks: installed libraries (NumPy, Matplotlib) in the program and its tests.
+            "columns": {
+                "task_id": "Own/2",
+                "entry_point": "task_func",
+                "libs": "['numpy', 'matplotlib']",
+                "code_prompt": "import numpy as np\nimport matplotlib.pyplot as plt\n\ndef task_func(values):\n",
+                "test": "import unittest\nimport numpy as np\nimport matplotlib\nmatplotlib.use('Agg')\n\n\n"
+                "class TestCases(unittest.TestCase):\n    def test_mean_line(self):\n"
+                "        ax, mean = task_func([1, 2, 3, 6])\n        self.assertAlmostEqual(mean, 3.0)\n"
+                "        self.assertEqual(len(ax.lines), 1)\n"
+                "        np.testing.assert_allclose(ax.lines[0].get_ydata(), [3.0, 3.0])\n\n"
+                "    def test_title(self):\n        ax, _ = task_func(np.array([2.0, 4.0]))\n"
+                "        self.assertEqual(ax.get_title(), 'Values and their mean')\n\n"
+                "    def test_empty(self):\n        with self.assertRaises(ValueError):\n            task_func([])\n",
+            },
+            "canonical": "import numpy as np\nimport matplotlib.pyplot as plt\n\ndef task_func(values):\n"
+            "    values = np.asarray(values, dtype=float)\n    if values.size == 0:\n        raise ValueError('values')\n"
+            "    fig, ax = plt.subplots()\n    ax.bar(range(values.size), values)\n    mean = float(values.mean())\n"
+            "    ax.axhline(mean)\n    ax.set_title('Values and their mean')\n    return ax, mean\n",
+            "wrong": {
+                "changed constant": "import numpy as np\nimport matplotlib.pyplot as plt\n\ndef task_func(values):\n"
+                "    values = np.asarray(values, dtype=float)\n    if values.size == 0:\n        raise ValueError('values')\n"
+                "    fig, ax = plt.subplots()\n    ax.bar(range(values.size), values)\n    mean = float(np.median(values))\n"
+                "    ax.axhline(mean)\n    ax.set_title('Values and their mean')\n    return ax, mean\n",
+                "dropped line": "import numpy as np\nimport matplotlib.pyplot as plt\n\ndef task_func(values):\n"
+                "    values = np.asarray(values, dtype=float)\n    if values.size == 0:\n        raise ValueError('values')\n"
+                "    fig, ax = plt.subplots()\n    ax.bar(range(values.size), values)\n    mean = float(values.mean())\n"
+                "    ax.set_title('Values and their mean')\n    return ax, mean\n",
+                "pass body": "def task_func(values):\n    pass\n",
+            },
+        },
     ],
     "codeforces with a Python checker": [
         {

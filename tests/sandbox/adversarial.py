@@ -214,6 +214,14 @@ def python_cases(port: int) -> dict[str, tuple[str, list]]:
             ["from solution import square\nimport math\nassert math.isclose(square(3), 9)\n"
              "assert square(3) == 9"],
         ),
+        "plant a lazily loaded submodule the test reaches": (
+            # `import logging` does not load `logging.handlers`; the test reaches it as an attribute. Loaded by the
+            # harness before the program runs, the program's fake module is put back by the genuine one.
+            "import logging, sys, types\nfake = types.ModuleType('logging.handlers')\nfake.SYSLOG_UDP_PORT = 505\n"
+            "sys.modules['logging.handlers'] = fake\nlogging.handlers = fake\n"
+            "def square(x):\n    return 0\n",
+            ["import logging\nassert square(3) == logging.handlers.SYSLOG_UDP_PORT - 505"],
+        ),
         "patch unittest": (
             "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n"
             "unittest.TestCase.assertEqual = lambda self, *args, **kwargs: None\n"

@@ -262,11 +262,12 @@ def _module_snapshot(drop_if_new=()):
     """
     modules = sys.modules
     saved_modules = dict(modules)
-    saved, classes = [], []
-    for module in list(modules.values()):
+    saved, classes, packages = [], [], {}
+    for loaded_as, module in list(modules.items()):
         namespace = getattr(module, "__dict__", None)
         if type(namespace) is dict:
             saved.append((namespace, dict(namespace)))
+            packages[loaded_as] = namespace
             module_name = namespace.get("__name__")
             for value in list(namespace.values()):
                 if isinstance(value, type) and type.__dict__["__flags__"].__get__(value) & _HEAP_TYPE:
@@ -276,6 +277,7 @@ def _module_snapshot(drop_if_new=()):
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
     list_, prefixes = list, tuple(name + "." for name in drop_if_new)
     starts, dropped = str.startswith, frozenset(drop_if_new)
+    split_last, get, set_item = str.rpartition, dict.get, dict.__setitem__
 
     def restore():  # no name lookups: the solution may have replaced any builtin
         for name in list_(modules):
@@ -285,6 +287,13 @@ def _module_snapshot(drop_if_new=()):
         for namespace, snapshot in saved:
             clear(namespace)
             update(namespace, snapshot)
+        # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
+        # it stays an attribute of its package, as importing it made it: the test sees what `sys.modules` holds.
+        for name in list_(modules):
+            parent, dot, child = split_last(name, ".")
+            namespace = get(packages, parent) if dot and name not in saved_modules else None
+            if namespace is not None and child not in namespace:
+                set_item(namespace, child, modules[name])
         for cls, snapshot in classes:
             current = class_dict(cls)
             for name in list_(current):

@@ -168,7 +168,7 @@ def instrument_checks(source: str) -> str:
 @lru_cache(maxsize=4096)
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
-    imports = _imports(tree)
+    imports = _imports(tree) | _reached_modules(tree)
     tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
     return ast.unparse(tree), tuple(sorted(imports))
 
@@ -182,6 +182,33 @@ def _imports(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             imports.add(node.module)
     return imports
+
+
+def _reached_modules(tree: ast.AST) -> set[str]:
+    """What the test reaches as attributes of a module it imported (`np.fft.fft` -> `numpy.fft`, `numpy.fft.fft`).
+
+    Packages load some submodules lazily, on first use (NumPy's `fft`, `random`, `testing`): the harness loads
+    these too before the solution runs, so that a solution cannot plant its own module under such a name for the
+    test to pick up. Names that are not modules simply fail to load there.
+    """
+    bound = {}  # a name the test binds to a module -> that module's full name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.partition(".")[0]] = alias.name if alias.asname else alias.name.partition(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    reached = {name for name in bound.values() if "." in name}  # `from numpy import fft`: numpy.fft
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            path = []
+            while isinstance(node, ast.Attribute):
+                path.append(node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id in bound:
+                reached.add(".".join([bound[node.id], *reversed(path)]))
+    return reached
 
 
 def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
