@@ -877,7 +877,9 @@ def _judge_program(plan, source, report, remove=()):
             named.update(_names_in(compile(test["source"], "<test>", "eval" if test["kind"] == "value" else "exec")))
             imported.update(test.get("imports", ()))
     not_loaded = []
-    for name in sorted((named & _IMPORTABLE_STDLIB) | (imported - {"solution"})):
+    # Never the program itself (`from solution import f`): it runs only in each test's own process.
+    imported = {name for name in imported if name != "solution" and not name.startswith("solution.")}
+    for name in sorted((named & _IMPORTABLE_STDLIB) | imported):
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - a module that fails to import is simply not pre-loaded
