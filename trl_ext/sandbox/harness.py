@@ -257,8 +257,9 @@ def _module_snapshot(drop_if_new=()):
     """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`); return a
     function that puts them back.
 
-    Modules loaded later (by the solution) stay loaded, except those named in `drop_if_new` (modules the
-    test imports that could not be loaded beforehand: a solution must not plant a fake one for the test).
+    Modules loaded later (by the solution) stay loaded, and attributes of their packages, except those named in
+    `drop_if_new` (modules the test imports that could not be loaded beforehand: a solution must not plant a fake
+    one for the test).
     """
     modules = sys.modules
     saved_modules = dict(modules)
