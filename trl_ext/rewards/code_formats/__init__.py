@@ -37,7 +37,7 @@ from .apps import _apps_tests
 from .bigcodebench import _bigcodebench, unittest_tests
 from .codecontests import _codecontests
 from .common import LIVECODEBENCH_HEADER, RowTests, TestsFormatError
-from .detection import candidate_formats, detect_format  # noqa: F401  (candidate_formats: the code reward's)
+from .detection import candidate_formats, detect_format
 from .humaneval import _humaneval
 from .kodcode import _kodcode, pytest_tests
 from .leetcode import _leetcodedataset
@@ -51,6 +51,7 @@ __all__ = [
     "LIVECODEBENCH_HEADER",
     "RowTests",
     "TestsFormatError",
+    "candidate_formats",
     "decode_livecodebench_tests",
     "detect_format",
     "pytest_tests",
