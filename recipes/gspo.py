@@ -60,6 +60,9 @@ def main(script_args: RecipeArguments, training_args: GSPOConfig, model_args: Mo
     if script_args.plot and trainer.accelerator.is_main_process:
         png, _ = plot_training_curves(training_args.output_dir)
         print(f"Training curves: {png}")
+    # Leave together: a process that closes its process group while another still holds connections to it can
+    # abort at exit (gloo), though its work is done.
+    trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()  # finish the trackers, close the process group
 
 
