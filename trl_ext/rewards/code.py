@@ -17,6 +17,7 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -538,6 +539,7 @@ class CodeReward(Reward):
         return self._score(report)
 
 
+@functools.lru_cache(maxsize=None)
 def _installed(module: str) -> bool:
     """Whether this interpreter can import the top-level module `module` (found without importing it)."""
     try:

@@ -291,8 +291,10 @@ def _module_snapshot(drop_if_new=()):
         # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
         # it stays an attribute of its package, as importing it made it: the test sees what `sys.modules` holds.
         for name in list_(modules):
+            if name in saved_modules:
+                continue
             parent, dot, child = split_last(name, ".")
-            namespace = get(packages, parent) if dot and name not in saved_modules else None
+            namespace = get(packages, parent) if dot else None
             if namespace is not None and child not in namespace:
                 set_item(namespace, child, modules[name])
         for cls, snapshot in classes:
