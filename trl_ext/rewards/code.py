@@ -529,6 +529,14 @@ class CodeReward(Reward):
                 "pass tests_format=... naming the dataset's format."
             )
             return None
+        if report.isolation_unavailable:
+            detail = next(o.detail for o in report.outcomes if o.status == "isolation_unavailable")
+            _warn_once(
+                f"row {index} of the batch: the sandbox could not give the program namespaces of its own ({detail}), "
+                "so it was not run; such rows score None (cannot judge). The sandbox's bubblewrap must allow "
+                "`--cap-add CAP_SYS_ADMIN` (bubblewrap >= 0.4, in a user namespace or run by root)."
+            )
+            return None
         if report.checker_unusable:
             detail = next(outcome.detail for outcome in report.outcomes if outcome.status == "checker_error")
             _warn_once(

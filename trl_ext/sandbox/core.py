@@ -310,16 +310,22 @@ class Sandbox:
         args: Sequence[str] = (),
         stdin: str | bytes = b"",
         limits: SandboxLimits | None = None,
+        harness: bool = False,
     ) -> SandboxResult:
         """Run the Python file `script` (one of `files`, or an absolute path visible in the sandbox) as
-        `__main__` with `sys.argv == [script, *args]`, in the interpreter process the sandbox starts."""
-        return self._run([script, *args], files or {}, stdin, limits or self.limits, python_script=True)
+        `__main__` with `sys.argv == [script, *args]`, in the interpreter process the sandbox starts.
+
+        `harness=True` is for the test harness alone (trusted code): under bubblewrap it keeps CAP_SYS_ADMIN in
+        the sandbox to put each program it runs in namespaces of its own (`program_isolation`)."""
+        return self._run(
+            [script, *args], files or {}, stdin, limits or self.limits, python_script=True, harness=harness
+        )
 
     # ----------------------------------------------------------------------------------------------------
 
     def _run(
         self, argv: list[str], files: Mapping[str, str | bytes], stdin: str | bytes, limits: SandboxLimits,
-        *, python_script: bool,
+        *, python_script: bool, harness: bool = False,
     ) -> SandboxResult:
         if not argv:
             raise ValueError("Sandbox.run needs a command (argv is empty).")
@@ -337,7 +343,7 @@ class Sandbox:
                     raise ValueError(f"Sandbox file names must be plain file names, got {name!r}.")
                 data = content.encode() if isinstance(content, str) else content
                 Path(workdir, name).write_bytes(data)
-            command, env, cwd = self._command(argv, workdir, limits, run_id, python_script)
+            command, env, cwd = self._command(argv, workdir, limits, run_id, python_script, harness)
             cgroups = _RunCgroups.create(run_id, limits, _SUPERVISOR_PROCESSES[self.isolation])
             if cgroups is None and self.isolation != "none":
                 namespace = []
@@ -391,19 +397,21 @@ class Sandbox:
 
     def start_python_server(
         self, script: str, *, files: Mapping[str, str | bytes] | None = None, args: Sequence[str] = (),
-        limits: SandboxLimits | None = None,
+        limits: SandboxLimits | None = None, harness: bool = False,
     ) -> SandboxServer:
         """Start `script` (one of `files`) as a long-lived process in a sandbox of its own, talking over its
-        stdin and stdout; see `SandboxServer`. The limits' `wall_time` and `cpu_time` bound the server's life."""
-        return SandboxServer(self, [script, *args], files or {}, limits or self.limits)
+        stdin and stdout; see `SandboxServer`. The limits' `wall_time` and `cpu_time` bound the server's life.
+        `harness` as in `run_python`."""
+        return SandboxServer(self, [script, *args], files or {}, limits or self.limits, harness=harness)
 
     def _command(
-        self, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str, python_script: bool
+        self, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str, python_script: bool,
+        harness: bool = False,
     ) -> tuple[list[str], dict[str, str], str]:
         """The command line, environment and working directory that start the launcher in the sandbox."""
         return _sandbox_command(
             self.backend, self.python, argv, workdir, limits, run_id, python_script, self.site_packages,
-            self.read_only_paths,
+            self.read_only_paths, harness,
         )
 
 
@@ -418,7 +426,10 @@ class SandboxServer:
 
     _DONE = b'{"done": true}'
 
-    def __init__(self, sandbox: Sandbox, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits):
+    def __init__(
+        self, sandbox: Sandbox, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits,
+        harness: bool = False,
+    ):
         self.sandbox, self.limits, self.run_id = sandbox, limits, secrets.token_hex(8)
         self.workdir = tempfile.mkdtemp(prefix="trl-ext-sandbox-")
         self.cgroups = self.process = None
@@ -431,7 +442,7 @@ class SandboxServer:
                 if not name or "/" in name or name in (".", ".."):
                     raise ValueError(f"Sandbox file names must be plain file names, got {name!r}.")
                 Path(self.workdir, name).write_bytes(content.encode() if isinstance(content, str) else content)
-            command, env, cwd = sandbox._command(argv, self.workdir, limits, self.run_id, True)
+            command, env, cwd = sandbox._command(argv, self.workdir, limits, self.run_id, True, harness)
             self.cgroups = _RunCgroups.create(self.run_id, limits, _SUPERVISOR_PROCESSES[sandbox.isolation])
             if self.cgroups is None and sandbox.isolation != "none":
                 self.namespace = []
@@ -551,7 +562,7 @@ class SandboxServer:
 
 def _sandbox_command(
     backend: Backend, python: str, argv: list[str], workdir: str, limits: SandboxLimits, run_id: str,
-    python_script: bool, site_packages: bool, read_only_paths: Sequence[str] = (),
+    python_script: bool, site_packages: bool, read_only_paths: Sequence[str] = (), harness: bool = False,
 ) -> tuple[list[str], dict[str, str], str]:
     isolation = backend.name
     root = os.geteuid() == 0
@@ -585,7 +596,7 @@ def _sandbox_command(
         if site_packages:
             env["TRL_EXT_SANDBOX_SITE"] = "1"
     if isolation == "bwrap":
-        arguments = _bwrap_arguments(python, workdir, limits, backend.user_namespace, read_only_paths)
+        arguments = _bwrap_arguments(python, workdir, limits, backend.user_namespace, read_only_paths, harness)
         return [backend.binary, *arguments, "--", *launcher], env, "/"
     if isolation == "unshare":
         namespaces = ["--net", "--pid", "--ipc", "--uts", "--mount", "--fork", "--kill-child", "--mount-proc"]
@@ -630,7 +641,8 @@ def _give_to_nobody(workdir: str) -> None:
 
 
 def _bwrap_arguments(
-    python: str, workdir: str, limits: SandboxLimits, user_namespace: bool = True, read_only_paths: Sequence[str] = ()
+    python: str, workdir: str, limits: SandboxLimits, user_namespace: bool = True, read_only_paths: Sequence[str] = (),
+    harness: bool = False,
 ) -> list[str]:
     size = str(limits.scratch_size)
     if user_namespace:
@@ -649,6 +661,10 @@ def _bwrap_arguments(
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--cap-drop", "ALL",
         ]
+    if harness:
+        # The test harness alone keeps CAP_SYS_ADMIN (in the sandbox's user namespace where there is one), to put
+        # each program in namespaces of its own (`program_isolation`); each program drops it before it runs.
+        arguments += ["--cap-add", "CAP_SYS_ADMIN"]
     arguments += [
         "--die-with-parent",
         "--new-session",  # no controlling terminal to push input into (TIOCSTI)

@@ -20,6 +20,7 @@ import logging
 import math
 import operator
 import os
+import re
 import shutil
 import textwrap
 import threading
@@ -28,13 +29,15 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .core import SANDBOX_DIR, Sandbox, SandboxServer
 from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
-from .harness import decode_value
+from .harness import HARNESS_MODULES
+from .plain_data import decode_value
 
 __all__ = [
     "LANGUAGES",
@@ -123,6 +126,7 @@ class CodeTest:
 CHECK_FUNCTION = "__trl_ext_check__"
 COMPARE_FUNCTION = "__trl_ext_compare__"
 TRUTH_FUNCTION = "__trl_ext_truth__"
+VALUE_FUNCTION = "__trl_ext_value__"
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 
@@ -144,11 +148,70 @@ class _CheckInstrumenter(ast.NodeTransformer):
         return [ast.copy_location(statement, node) for statement in statements]
 
 
+class _ValueGuard(ast.NodeTransformer):
+    """Every value an assert computes with (a name, call, attribute or subscript) goes through the harness's
+    `value` guard: plain data becomes a plain copy, so `abs(f(x) - y) < eps` or `lo <= f(x) <= hi` computes with
+    built-in values, and a value of a class the program wrote that answers comparisons or arithmetic itself
+    fails the test. Not guarded: the operands of `is` / `is not` (they keep their identity), a called function
+    and the object whose attribute is read (the attribute's value is), and the body of a lambda."""
+
+    def _inner(self, node: ast.expr) -> ast.expr:
+        """`node` with its parts guarded, not `node` itself."""
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                node.func = self._inner(node.func)
+            node.args = [self.visit(argument) for argument in node.args]
+            node.keywords = [self.visit(keyword) for keyword in node.keywords]
+            return node
+        if isinstance(node, ast.Attribute):
+            node.value = self._inner(node.value)
+            return node
+        if isinstance(node, ast.Name):
+            return node
+        return self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            node.left = self._inner(node.left)
+            node.comparators = [self._inner(operand) for operand in node.comparators]
+            return node
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        internal = isinstance(node.func, ast.Name) and node.func.id.startswith("__trl_ext_")
+        node = self._inner(node)
+        return node if internal else _value_call(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and not node.id.startswith("__trl_ext_"):
+            return _value_call(node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node = self._inner(node)
+        return _value_call(node) if isinstance(node.ctx, ast.Load) else node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        return _value_call(node) if isinstance(node.ctx, ast.Load) else node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+
+def _value_call(node: ast.expr) -> ast.expr:
+    return ast.Call(ast.Name(VALUE_FUNCTION, ast.Load()), [node], [])
+
+
 def _guarded(test: ast.expr) -> ast.expr:
+    return _ValueGuard().visit(_compared(test))
+
+
+def _compared(test: ast.expr) -> ast.expr:
     if isinstance(test, ast.BoolOp):
-        return ast.BoolOp(test.op, [_guarded(value) for value in test.values])
+        return ast.BoolOp(test.op, [_compared(value) for value in test.values])
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return ast.UnaryOp(ast.Not(), _guarded(test.operand))
+        return ast.UnaryOp(ast.Not(), _compared(test.operand))
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE_SYMBOLS:
         return ast.Call(
             ast.Name(COMPARE_FUNCTION, ast.Load()),
@@ -273,7 +336,9 @@ def outputs_match(
     `exact`: identical; `stripped`: identical after stripping both ends; `lines`: same lines after stripping
     both ends and trailing spaces of each line (`\\r\\n` = `\\n`); `tokens`: same whitespace-separated tokens;
     `numbers`: same tokens, where two tokens that both read as numbers may differ by `rel_tol` (relative) or
-    `abs_tol` (absolute), default 1e-6 each; `apps`: the APPS/TACO rule: `lines`, else `tokens`, else `numbers`.
+    `abs_tol` (absolute), default 1e-6 each, when the expected token is not an integer: an expected integer
+    (`1000000007`) is matched only by the same number (`1000000007`, `1000000007.0`), never by a near one;
+    `apps`: the APPS/TACO rule: `lines`, else `tokens`, else `numbers`.
     """
     if mode == "exact":
         return actual == expected
@@ -290,6 +355,17 @@ def outputs_match(
     if mode == "apps":
         return any(outputs_match(actual, expected, each, rel_tol, abs_tol) for each in ("lines", "tokens", "numbers"))
     raise ValueError(f"output_match must be one of {OUTPUT_MATCHES}, got {mode!r}.")
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _exact_number(token: str) -> Fraction | None:
+    """The exact value of a decimal token (`2`, `2.0`, `-1e3`), or None."""
+    try:
+        return Fraction(token) if _number(token) is not None else None
+    except (ValueError, ZeroDivisionError):
+        return None
 
 
 def _number(token: str) -> float | None:
@@ -309,6 +385,10 @@ def _tokens_match_numerically(
     absolute = DEFAULT_ABS_TOL if abs_tol is None else abs_tol
     for got, want in zip(actual, expected):
         if got == want:
+            continue
+        if _INTEGER.fullmatch(want):
+            if _exact_number(got) != int(want):
+                return False
             continue
         got_number, want_number = _number(got), _number(want)
         if got_number is None or want_number is None:
@@ -360,6 +440,11 @@ class CodeTestReport:
     def ran_no_check(self) -> bool:
         """Some test returned without running a check: the tests, not the program, are at fault."""
         return any(outcome.status == "no_check" for outcome in self.outcomes)
+
+    @property
+    def isolation_unavailable(self) -> bool:
+        """A program could not be given namespaces of its own (`program_isolation`), so it was not run."""
+        return any(outcome.status == "isolation_unavailable" for outcome in self.outcomes)
 
     @property
     def checker_unusable(self) -> bool:
@@ -568,8 +653,18 @@ def _precompiled_include(sandbox: Sandbox, compiler: str, flags: Sequence[str], 
 
 
 @lru_cache(maxsize=1)
-def _harness_source() -> str:
-    return Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
+@lru_cache(maxsize=1)
+def _harness_files() -> dict[str, str]:
+    """The harness script and the modules it imports, as copied into the sandbox."""
+    return {name: Path(__file__).with_name(name).read_text(encoding="utf-8") for name in HARNESS_MODULES}
+
+
+def _program_isolation(sandbox: Sandbox) -> dict | None:
+    """Under bubblewrap every program runs in namespaces of its own (`program_isolation`), with these writable
+    places made fresh for it; the other backends are for trusted code and run programs as they are."""
+    if sandbox.isolation != "bwrap":
+        return None
+    return {"writable": _scratch_directories(sandbox), "size": sandbox.limits.scratch_size}
 
 
 def run_code_tests(
@@ -626,7 +721,8 @@ def run_code_tests(
     report_bytes = len(tests) * (6 * max(max_output, _MAX_VALUE_BYTES) + 4096)
     wall = _STARTUP_ALLOWANCE + len(tests) * (timeout + _PER_TEST_OVERHEAD)
     limits = replace(sandbox.limits, wall_time=wall, cpu_time=wall, max_output=report_bytes)
-    files = {"harness.py": _harness_source(), "plan.json": json.dumps(plan)}
+    plan["isolation"] = _program_isolation(sandbox)
+    files = {**_harness_files(), "plan.json": json.dumps(plan)}
     if language == "cpp":
         if any(test.kind != "stdio" for test in tests):
             raise ValueError("run_code_tests: C++ programs take stdin/stdout tests only, not assert statements.")
@@ -665,7 +761,7 @@ def run_code_tests(
             sandbox, server_memory, {"plan": plan, "source": code}, wall, report_bytes
         )
     else:
-        result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits)
+        result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits, harness=True)
         stdout, stderr_bytes, timed_out, wall_time, run_id = (
             result.stdout, result.stderr, result.timed_out, result.wall_time, result.run_id
         )
@@ -740,7 +836,7 @@ def _take_server(sandbox: Sandbox, memory: int) -> SandboxServer:
     # Started from one long-lived thread: bubblewrap's --die-with-parent follows the *thread* that started it,
     # and the reward's worker threads end with each batch.
     server = _spawner().submit(
-        sandbox.start_python_server, "harness.py", files={"harness.py": _harness_source()}, args=["--serve"],
+        sandbox.start_python_server, "harness.py", files=_harness_files(), args=["--serve"], harness=True,
         limits=limits,
     ).result()
     server.requests = 0

@@ -10,14 +10,23 @@ from ...sandbox.testing import CodeTest
 from .common import RowTests, _names_test_case, _parse, _text
 
 
-# Runs one method of a unittest.TestCase class, counting its assertion calls as checks (see harness.py).
+# Runs one method of a unittest.TestCase class, counting its assertion calls as checks (see harness.py). The
+# values a comparing assertion receives go through the harness's plain-data guard first, as an assert's do.
 _UNITTEST_RUNNER = '''
 def __trl_ext_run_unittest__(class_name, method_name):
     import unittest
     import unittest.mock
     counted = [0]
-    def counting(method):
+    comparing = {"assertEqual", "assertNotEqual", "assertAlmostEqual", "assertNotAlmostEqual", "assertGreater",
+                 "assertGreaterEqual", "assertLess", "assertLessEqual", "assertIn", "assertNotIn", "assertCountEqual",
+                 "assertListEqual", "assertTupleEqual", "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
+                 "assertMultiLineEqual", "assertTrue", "assertFalse", "assertEquals", "assertNotEquals",
+                 "assertAlmostEquals", "assertDictContainsSubset"}
+    def counting(method, guarded=False):
         def counted_call(*args, **kwargs):
+            if guarded:
+                args = [__trl_ext_value__(argument) for argument in args]
+                kwargs = {key: __trl_ext_value__(argument) for key, argument in kwargs.items()}
             result = method(*args, **kwargs)
             counted[0] += 1
             return result
@@ -30,7 +39,7 @@ def __trl_ext_run_unittest__(class_name, method_name):
         if name.startswith(("assert", "fail")) and name != "failureException":
             method = getattr(case, name)
             if callable(method) and not isinstance(method, type):
-                setattr(case, name, counting(method))
+                setattr(case, name, counting(method, guarded=name in comparing))
     result = unittest.TestResult()
     unittest.TestSuite([case]).run(result)
     problems = result.errors + result.failures

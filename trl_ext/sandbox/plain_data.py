@@ -1,0 +1,215 @@
+"""Values that cross from a program to its judge: plain data only (inside the sandbox; standard library only).
+
+`encode_value` turns a value into JSON-able plain data that keeps Python's types apart (exact `int`, `float`,
+`complex`, `str`, `bytes`, `bool`, `None`, and `list`/`tuple`/`dict`/`set`/`frozenset` of them), reading every
+value with the built-in types' own methods, so that no method of the program runs; `decode_value` builds the
+values again, and is what the trainer uses on everything that comes back from the sandbox.
+
+`make_comparisons` gives the instrumented test code its comparisons: they run on plain copies, and a value that
+is not plain data takes part only when its class is one the program did not write (a library's class that
+existed before the program ran, or one the test trusted), never through a forwarding proxy.
+"""
+
+import types
+import weakref
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement, not a built-in type
+# Methods through which a value can answer a comparison or take part in arithmetic with its own code.
+_OWN_ANSWER_METHODS = frozenset(
+    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__bool__", "__len__", "__hash__",
+     "__abs__", "__neg__", "__pos__", "__round__", "__trunc__", "__floor__", "__ceil__", "__float__", "__int__",
+     "__index__", "__complex__", "__iter__", "__getitem__"}
+    | {f"__{prefix}{name}__" for prefix in ("", "r", "i") for name in
+       ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")}
+)
+# Types that forward comparisons to another object the program chose: never compared as they are.
+_FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType, types.MappingProxyType)
+
+
+class NotPlainData(AssertionError):
+    """A test compared or computed with a value the program made that is not plain data (fails the test)."""
+
+
+class _Unencodable(Exception):
+    pass
+
+
+def encode_value(value, max_items=1_000_000, max_depth=100):
+    """A JSON-able encoding of plain data that keeps Python's types apart (tuple vs list, int vs float).
+
+    Instances of subclasses of the built-in types (namedtuple, OrderedDict, an `int` subclass with its own
+    `__eq__`) are encoded as the base type's value, read with the base type's own methods, so no method of the
+    solution runs and a custom `__eq__` cannot make a wrong value compare equal. NumPy values go through
+    `tolist()`. Anything else (a class of the solution) raises `_Unencodable`.
+    """
+    budget = [max_items]
+
+    def encode(item, depth):
+        budget[0] -= 1
+        if budget[0] < 0 or depth > max_depth:
+            raise _Unencodable("value too large or too deeply nested")
+        kind = type(item)
+        if item is None or kind is bool or kind is str:
+            return item
+        if kind is int:
+            return {"int": int.__repr__(item)}
+        if kind is float:
+            return {"float": float.__repr__(item)}
+        if isinstance(item, bool):
+            return bool(item)
+        if isinstance(item, int):
+            return {"int": int.__repr__(int.__index__(item))}
+        if isinstance(item, float):
+            return {"float": float.__repr__(float.__float__(item))}
+        if isinstance(item, str):
+            return str.__str__(item)
+        if isinstance(item, complex):
+            return {"complex": [float.__repr__(complex.__getattribute__(item, "real")),
+                                float.__repr__(complex.__getattribute__(item, "imag"))]}
+        if isinstance(item, (bytes, bytearray)):
+            return {"bytes": bytes(item).hex()}
+        if isinstance(item, list):
+            return [encode(element, depth + 1) for element in list.__iter__(item)]
+        if isinstance(item, tuple):
+            return {"tuple": [encode(element, depth + 1) for element in tuple.__iter__(item)]}
+        if isinstance(item, frozenset):
+            return {"frozenset": [encode(element, depth + 1) for element in frozenset.__iter__(item)]}
+        if isinstance(item, set):
+            return {"set": [encode(element, depth + 1) for element in set.__iter__(item)]}
+        if isinstance(item, dict):
+            return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(item)]}
+        module = getattr(kind, "__module__", "")
+        if kind.__name__ == "Fraction" and module == "fractions":
+            return {"fraction": [int.__repr__(item.numerator), int.__repr__(item.denominator)]}
+        if kind.__name__ == "Decimal" and module in ("decimal", "_decimal", "_pydecimal"):
+            return {"decimal": str(item)}
+        if module.split(".")[0] == "numpy" and hasattr(item, "tolist"):
+            return encode(item.tolist(), depth + 1)
+        raise _Unencodable(f"a value of type {kind.__name__} is not plain data")
+
+    return encode(value, 0)
+
+
+def _write_all(write, fd, data):
+    while data:
+        data = data[write(fd, data):]
+
+
+def decode_value(node):
+    """Inverse of `encode_value`, building only plain data (it never calls code a value names). The trainer decodes
+    what comes back from the sandbox with it, so anything that is not an encoded value is a ValueError."""
+    if isinstance(node, list):
+        return [decode_value(item) for item in node]
+    if node is None or isinstance(node, (bool, str)):
+        return node
+    if isinstance(node, dict) and len(node) == 1:
+        ((tag, payload),) = node.items()
+        if tag == "int":
+            return int(payload)
+        if tag == "float":
+            return float(payload)
+        if tag == "complex":
+            return complex(float(payload[0]), float(payload[1]))
+        if tag == "bytes":
+            return bytes.fromhex(payload)
+        if tag in ("tuple", "set", "frozenset"):
+            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](decode_value(item) for item in payload)
+        if tag == "dict":
+            return {decode_value(key): decode_value(value) for key, value in payload}
+        if tag == "fraction":
+            import fractions
+
+            return fractions.Fraction(int(payload[0]), int(payload[1]))
+        if tag == "decimal":
+            import decimal
+
+            return decimal.Decimal(payload)
+    raise ValueError(f"not an encoded value: {str(node)[:80]}")
+
+
+_NOT_PLAIN = object()
+
+
+def value_types(value_modules=("datetime",)):
+    """Built-in (C) value types whose comparison is trusted without a copy: the `datetime` module's."""
+    import sys
+
+    found = set()
+    for name in value_modules:
+        module = sys.modules.get(name)
+        for item in vars(module).values() if module is not None else ():
+            if isinstance(item, type):
+                found.add(item)
+    return found
+
+
+def make_comparisons(known_types):
+    """`compare(left, op, right)`, `truth(value)`, `value(v)` and `trust(cls)` for instrumented test code.
+
+    - Plain data (see `encode_value`) is compared as fresh copies: no method of the program runs.
+    - A value that is not plain data takes part in a comparison only when its class is in `known_types`
+      (classes that existed before the program ran: libraries', the test's own, the standard library's value
+      types) or was trusted by the test (`trust`, for `pytest.approx`), and never a forwarding proxy
+      (`weakref.proxy`, `MappingProxyType`). Anything else is refused: the comparison is False.
+    - `value(v)` guards every value an assert computes with (names, calls, attributes, subscripts): plain data
+      becomes its plain copy, so arithmetic (`abs(f(x) - y)`) runs on built-in values; a value of a class the
+      program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
+    """
+    encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
+    heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
+    mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
+        _FORWARDING_TYPES, NotPlainData
+    is_instance, type_of, any_, object_type = isinstance, type, any, object
+    operators = {
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
+        "not in": lambda a, b: a not in b,
+    }
+
+    def plain(item):
+        try:
+            return decode(encode(item, max_items=200_000))
+        except (unencodable, RecursionError, ValueError, TypeError):
+            return not_plain
+
+    def known(item):
+        kind = type_of(item)
+        return not is_instance(item, forwarding) and all(cls in known_types or cls is object_type for cls in
+                                                         mro_of(kind))
+
+    def answers_itself(item):
+        # A class the program wrote (unknown, made by a `class` statement) with its own comparison or arithmetic.
+        for cls in mro_of(type_of(item)):
+            if type_flags(cls) & heap and cls not in known_types:
+                if any_(name in own_answer for name in vars_of(cls)):
+                    return True
+        return False
+
+    def compare(left, op, right):
+        plain_left, plain_right = plain(left), plain(right)
+        if plain_left is not not_plain and plain_right is not not_plain:
+            return operators[op](plain_left, plain_right)
+        if plain_left is not_plain and not known(left) or plain_right is not_plain and not known(right):
+            return False
+        return operators[op](left if plain_left is not_plain else plain_left,
+                             right if plain_right is not_plain else plain_right)
+
+    def truth(item):
+        plain_item = plain(item)
+        if plain_item is not not_plain:
+            return bool(plain_item)
+        return known(item) and bool(item)
+
+    def value(item):
+        plain_item = plain(item)
+        if plain_item is not not_plain:
+            return plain_item
+        if is_instance(item, forwarding) or answers_itself(item):
+            raise refused(f"a value of type {type_of(item).__name__} made by the program is not plain data")
+        return item
+
+    def trust(cls):
+        known_types.add(cls)
+        return cls
+
+    return compare, truth, value, trust

@@ -1,0 +1,214 @@
+"""Namespaces of its own for each program the harness runs (inside the sandbox; standard library only).
+
+The harness (the judge: it reads the plan, collects each test's report and writes the verdict records) and the
+programs it judges share the sandbox. So that no program can reach the judge, or leave anything for the next
+program, each program runs like this (`run_isolated`, called in a child the harness forked for one test):
+
+    harness ── fork ── C: unshare(mount, PID, IPC); fresh mounts (below) ── fork ── I: PID 1 of the new namespace
+                                                                                    └─ fork ── the program
+
+- **PID namespace**: the program sees, signals, traces and `prlimit`s only its own processes. The harness, the
+  sandbox's init (which holds the harness's stdin and stdout), the other programs: none has a pid there.
+- **No `/proc`**: an empty read-only file system lies over it. No `/proc/<pid>/fd` to reopen another process's
+  pipes, no `/proc/self/mem` to read the process's own memory, however the path is spelled.
+- **Fresh writable places**: `/tmp`, the working directory, the home directory (each a new size-capped tmpfs;
+  read-only mounts below them, such as the Python installation, are bound again), `/dev` (a new read-only tmpfs
+  with the usual device nodes, and a new size-capped `/dev/shm`). They live as long as the program's mount
+  namespace: when its last process ends, the kernel frees them. Nothing one program writes is there for the next.
+- **IPC namespace**: System V objects and POSIX message queues start empty and end with the program.
+- **No capabilities**: C and I need CAP_SYS_ADMIN to set this up (the harness alone is given it); the program's
+  process drops every capability (effective, permitted, inheritable, ambient and the bounding set) and sets
+  `no_new_privs` before it runs. It holds only the file descriptors its test gives it.
+
+I, the namespace's init, closes every file descriptor, waits for the program and exits as it did; when I exits
+the kernel kills whatever the program left in its namespace.
+"""
+
+import ctypes
+import os
+import signal
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x2000, 0x4000, 0x40000
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+PR_SET_DUMPABLE = 4
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_DEVICE_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                 ("stderr", "/proc/self/fd/2"))
+# Written on the test's result pipe by C when the namespaces cannot be made: the harness then reports the test
+# as not judged (never run without them).
+ISOLATION_FAILED = b"X"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    encode = lambda value: value.encode() if isinstance(value, str) else value  # noqa: E731
+    _check(_libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+def available():
+    """Whether this process may make the namespaces (it holds CAP_SYS_ADMIN): only the harness does."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as file:
+            for line in file:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) & (1 << 21))  # CAP_SYS_ADMIN
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def _mounts_below(directory):
+    """Mount points strictly below `directory`, outermost first, as /proc/self/mountinfo lists them."""
+    prefix = directory.rstrip("/") + "/"
+    with open("/proc/self/mountinfo", encoding="utf-8") as file:
+        points = {line.split()[4].encode().decode("unicode_escape") for line in file if len(line.split()) > 4}
+    kept = []
+    for point in sorted(p for p in points if p.startswith(prefix)):
+        if not any(point.startswith(outer + "/") for outer in kept):
+            kept.append(point)
+    return kept
+
+
+def _cover(directory, size):
+    """A new, empty, size-capped tmpfs on `directory`; the mounts that were below it are bound again."""
+    below = _mounts_below(directory)
+    old = os.open(directory, os.O_PATH | os.O_DIRECTORY)
+    try:
+        _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+        for point in below:
+            relative = os.path.relpath(point, directory)
+            os.makedirs(point, exist_ok=True)
+            _mount(f"/proc/self/fd/{old}/{relative}", point, None, MS_BIND | MS_REC)
+    finally:
+        os.close(old)
+
+
+def _fresh_dev(staging, size):
+    """A new read-only /dev holding the usual device nodes (bound from the old one) and a new /dev/shm."""
+    os.mkdir(staging)
+    _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    for name in _DEVICES:
+        if os.path.exists("/dev/" + name):
+            open(os.path.join(staging, name), "w").close()
+            _mount("/dev/" + name, os.path.join(staging, name), None, MS_BIND)
+    for name, target in _DEVICE_LINKS:
+        os.symlink(target, os.path.join(staging, name))
+    os.mkdir(os.path.join(staging, "shm"))
+    _mount("tmpfs", os.path.join(staging, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    _mount(None, staging, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+    _mount(staging, "/dev", None, MS_MOVE)
+    os.rmdir(staging)
+
+
+def enter_namespaces(writable, size, keep_working_directory=False):
+    """Make this process's mount and IPC namespaces new (and its children's PID namespace), with fresh
+    `writable` directories (except the working directory with `keep_working_directory`: the compiler writes
+    its output there for the harness), a fresh /dev and no /proc."""
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing mounted here propagates anywhere else
+    working_directory = os.getcwd()
+    covered = [d for d in writable if os.path.isdir(d) and d != "/dev/shm"]
+    if keep_working_directory:
+        covered = [d for d in covered if os.path.realpath(d) != os.path.realpath(working_directory)]
+    for directory in sorted(covered, key=len):
+        _cover(directory, size)
+    _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size)
+    _mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
+    os.chdir(working_directory)  # the new tmpfs, not the directory it covers
+
+
+def drop_capabilities():
+    """Give up every capability for good (bounding set, ambient, effective/permitted/inheritable), and setuid."""
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for capability in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: past last
+            break
+    header, nothing = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
+    _check(_libc.capset(ctypes.byref(header), nothing), "capset")
+
+
+def _close_all_descriptors():
+    os.closerange(0, 1 << 16)
+
+
+def _exit_code(status):
+    """The shell's exit code for a wait status: the code, or 128 + the signal that killed it."""
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _exit_as(code):
+    """Exit with `code`, or, for 129-192, be killed by that signal as the program was (a namespace's init cannot
+    signal itself, so I passes the shell's code, and C, outside, turns it back into the signal)."""
+    if 128 < code <= 128 + 64:
+        try:
+            signal.signal(code - 128, signal.SIG_DFL)
+            os.kill(os.getpid(), code - 128)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    os._exit(code)
+
+
+def _init(program_pid):
+    """PID 1 of the program's namespace: hold nothing, wait for the program, exit as it did."""
+    _close_all_descriptors()
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if pid == program_pid:
+            os._exit(_exit_code(status))  # and the kernel kills the rest of the namespace
+
+
+def run_isolated(body, result_fd, writable, size, keep_working_directory=False):
+    """In a child the harness forked for one program: run `body()` (which never returns) in namespaces of its
+    own, without capabilities, and exit as it did. Never returns. When the namespaces cannot be made, writes
+    `ISOLATION_FAILED` and the reason on `result_fd` and exits: no program runs without them."""
+    try:
+        enter_namespaces(writable, size, keep_working_directory)
+    except OSError as error:
+        try:
+            os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
+        finally:
+            os._exit(71)
+    init = os.fork()
+    if init == 0:
+        try:
+            program = os.fork()
+            if program == 0:
+                try:
+                    drop_capabilities()
+                except OSError as error:
+                    os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
+                    os._exit(71)
+                body()
+                os._exit(70)
+            _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+            drop_capabilities()
+            _init(program)
+        finally:
+            os._exit(70)
+    _close_all_descriptors()
+    _, status = os.waitpid(init, 0)
+    _exit_as(_exit_code(status))

@@ -1,0 +1,281 @@
+"""What runs in a test's own process, before and after the program's code (inside the sandbox; standard library
+only). See `harness` for the whole; this module holds the test process's side: the module snapshot that puts the
+standard library back after the program ran, the genuine names a test uses, the audit hook, and the two bodies of
+a test process (a Python test, or a C++ binary with the test's input).
+"""
+
+import builtins
+import fcntl
+import json
+import os
+import resource
+import signal
+import sys
+
+if __package__:
+    from .plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
+else:  # inside the sandbox, beside copies of its modules
+    from plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
+
+# File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
+_RESULT_FD = 3
+_NONCE_FD = 4
+_BLOCKED_AUDIT_EVENTS = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.monitoring.register_callback",  # Python 3.12+
+        "sys._current_frames",
+        "sys.addaudithook",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_exceptions",
+    }
+)
+# Attributes that hand out a frame, whose `f_back` chain leads to the harness's locals (nonce, check counter).
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+# Names the instrumented test code calls (see `trl_ext.sandbox.testing.instrument_checks`).
+_CHECK_NAME = "__trl_ext_check__"
+_COMPARE_NAME = "__trl_ext_compare__"
+_TRUTH_NAME = "__trl_ext_truth__"
+_TRUST_NAME = "__trl_ext_trust_comparison__"
+_VALUE_NAME = "__trl_ext_value__"
+# Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
+PASS_RECORD_END = b"."
+
+
+def _module_snapshot(drop_if_new=()):
+    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`); return a
+    function that puts them back.
+
+    Modules loaded later (by the solution) stay loaded, and attributes of their packages, except those named in
+    `drop_if_new` (modules the test imports that could not be loaded beforehand: a solution must not plant a fake
+    one for the test).
+    """
+    modules = sys.modules
+    saved_modules = dict(modules)
+    saved, classes, packages = [], [], {}
+    for loaded_as, module in list(modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:
+            saved.append((namespace, dict(namespace)))
+            packages[loaded_as] = namespace
+            module_name = namespace.get("__name__")
+            for value in list(namespace.values()):
+                if isinstance(value, type) and type.__dict__["__flags__"].__get__(value) & _HEAP_TYPE:
+                    if getattr(value, "__module__", None) == module_name:
+                        classes.append((value, dict(vars(value))))
+    clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
+    class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
+    list_, prefixes = list, tuple(name + "." for name in drop_if_new)
+    starts, dropped = str.startswith, frozenset(drop_if_new)
+    split_last, get, set_item = str.rpartition, dict.get, dict.__setitem__
+
+    def restore():  # no name lookups: the solution may have replaced any builtin
+        for name in list_(modules):
+            if name not in saved_modules and (name in dropped or starts(name, prefixes)):
+                pop(modules, name, None)
+        update(modules, saved_modules)
+        for namespace, snapshot in saved:
+            clear(namespace)
+            update(namespace, snapshot)
+        # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
+        # it stays an attribute of its package, as importing it made it: the test sees what `sys.modules` holds.
+        for name in list_(modules):
+            if name in saved_modules:
+                continue
+            parent, dot, child = split_last(name, ".")
+            namespace = get(packages, parent) if dot else None
+            if namespace is not None and child not in namespace:
+                set_item(namespace, child, modules[name])
+        for cls, snapshot in classes:
+            current = class_dict(cls)
+            for name in list_(current):
+                if name not in snapshot:
+                    try:
+                        delete_attribute(cls, name)
+                    except (AttributeError, TypeError):
+                        pass
+            for name, value in snapshot.items():
+                if proxy_get(current, name, snapshot) is not value:
+                    try:
+                        set_attribute(cls, name, value)
+                    except (AttributeError, TypeError):
+                        pass
+
+    return restore
+
+
+def _names_in(code):
+    """Global and attribute names a code object (and the functions or comprehensions inside it) uses."""
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if isinstance(const, type(code)))
+    return names
+
+
+def _genuine_names(test_code):
+    """The builtins and loaded modules a test names, as they are before any solution runs.
+
+    A test's `abs`, `sorted`, `set` or `math` then mean the real ones even when the solution rebinds those
+    names in its own namespace (`abs = lambda x: 0`; `math = FakeMath()`).
+    """
+    genuine = {}
+    for name in _names_in(test_code):
+        if name in builtins.__dict__:
+            genuine[name] = builtins.__dict__[name]
+        elif name in sys.modules and "." not in name:
+            genuine[name] = sys.modules[name]
+    genuine["__builtins__"] = dict(builtins.__dict__)
+    return genuine
+
+
+def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
+           max_value_bytes):
+    """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
+
+    `genuine` holds the real objects for the test's builtin and module names (see `_genuine_names`);
+    `known_types` the classes that existed before the solution ran (see `plain_data.make_comparisons`);
+    `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
+    its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
+    """
+    write, exit_, read, close, flush_targets = os.write, os._exit, os.read, os.close, (sys.stdout, sys.stderr)
+    exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
+    result_fd, nonce_fd, unencodable, copy_dict = _RESULT_FD, _NONCE_FD, _Unencodable, dict
+    modules, module_type = sys.modules, type(sys)
+    os.setpgid(0, 0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
+    result, nonce, stdin, stdout = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (*fds[:3], fds[3] or devnull))
+    for source, target in ((stdin, 0), (stdout, 1), (devnull, 2), (result, _RESULT_FD), (nonce, _NONCE_FD)):
+        os.dup2(source, target)
+    os.closerange(_NONCE_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    # The nonce is read before the solution runs and its pipe closed: the solution cannot read it there.
+    secret = read(nonce_fd, 64)
+    close(nonce_fd)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
+    starts, ends, is_instance, text_types = str.startswith, str.endswith, isinstance, (str, bytes)
+    open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
+
+    def real_path(path):
+        # Where `path` leads, as the kernel resolves it (an O_PATH descriptor reads nothing).
+        busy.append(1)
+        try:
+            fd = open_path(path, path_flag)
+        except OSError:
+            return ""
+        finally:
+            busy.clear()
+        try:
+            return read_link(fd_path + str(fd))
+        except OSError:  # no /proc: a program in namespaces of its own sees none (`program_isolation`)
+            return ""
+        finally:
+            close(fd)
+
+    def audit(event, args):
+        if event in blocked or starts(event, "ctypes."):
+            raise refusal(f"{event} is not allowed in the code sandbox")
+        if event == "sys._getframe":
+            raise bad_value("call stack is not available in the code sandbox")
+        if event == "object.__getattr__" and args[1] in frame_attributes:
+            raise refusal(f"{args[1]} is not available in the code sandbox")
+        if event == "open" and not busy and is_instance(args[0], text_types):
+            path = real_path(args[0])
+            if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
+                raise refusal("reading process memory is not allowed in the code sandbox")
+
+    sys.addaudithook(audit)
+    checks = [0]
+
+    def count_check():
+        checks[0] += 1
+
+    compare, truth, value, trust = make_comparisons(set(known_types))
+    solution_module = module_type("solution")
+    namespace = solution_module.__dict__
+    namespace.update({"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins})
+    if kind != "stdio":
+        modules["solution"] = solution_module  # a test may `from solution import f`; so may the solution itself
+    stage = "load"
+    try:
+        try:
+            exec_(solution_code, namespace)
+            if kind != "stdio":
+                write(result_fd, b"L")
+                stage = "test"
+                # The test sees the standard library as it was before the solution ran (a solution that
+                # replaced `math.isclose` or `builtins.abs` at import cannot make an assert pass), and the
+                # solution's names except where they rebind a builtin or module the test uses.
+                restore_modules()
+                modules["solution"] = solution_module
+                test_globals = copy_dict(namespace)
+                test_globals.update(genuine)
+                test_globals.update({"__name__": "__test__", "__trl_ext_check__": count_check,
+                                     "__trl_ext_compare__": compare, "__trl_ext_truth__": truth,
+                                     "__trl_ext_value__": value, "__trl_ext_trust_comparison__": trust})
+            if kind == "value":
+                payload = dumps(encode(eval_(test_code, test_globals))).encode()
+                if len(payload) > max_value_bytes:
+                    raise unencodable(f"value larger than {max_value_bytes} bytes")
+                write_all(write, result_fd, b"V" + payload)
+            elif kind == "statement":
+                exec_(test_code, test_globals)
+                count = str(checks[0]).encode()
+                for stream in flush_targets + (sys.stdout, sys.stderr):  # before the record: nothing may follow it
+                    try:
+                        stream.flush()
+                    except BaseException:
+                        pass
+                write_all(write, result_fd, b"P" + secret + b":" + count + PASS_RECORD_END)
+                exit_(0)
+        except SystemExit as stop:
+            # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
+            if kind != "stdio" or stop.code not in (None, 0):
+                write_all(write, result_fd, f"E{stage}:SystemExit({stop.code!r})".encode(errors="replace")[:300])
+        except unencodable as error:
+            write_all(write, result_fd, f"U{error}".encode(errors="replace")[:300])
+        for stream in flush_targets + (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        if kind == "stdio":
+            write_all(write, result_fd, b"D")
+    except BaseException as error:  # noqa: BLE001 - anything the solution raises is a failed test
+        try:
+            message = f"E{stage}:{type(error).__name__}: {error}"
+        except BaseException:
+            message = f"E{stage}:{type(error).__name__}"
+        try:
+            write_all(write, result_fd, message.encode(errors="replace")[:300])
+        except BaseException:
+            pass
+    exit_(0)
+
+
+def _exec_child(binary_fd, fds, cpu_seconds, memory):
+    """Body of a C++ test child: the binary (an open descriptor: the program's own namespaces may not show the
+    file) with the test's stdin, stdout to the harness, stderr discarded."""
+    try:
+        os.setpgid(0, 0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        stdin, stdout, binary = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (fds[2], fds[3], binary_fd))
+        for source, target in ((stdin, 0), (stdout, 1), (devnull, 2), (binary, 3)):
+            os.dup2(source, target)
+        os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # its result pipe closes: EOF at once
+        os.set_inheritable(3, False)  # closed when the binary starts
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(number, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        os.execve(3, ["solution"], os.environ)
+    finally:
+        os._exit(127)
