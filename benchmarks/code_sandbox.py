@@ -10,7 +10,8 @@ every backend this machine offers: each bubblewrap found (the system's, the bund
 also bubblewrap's privileged mode) and the explicit opt-ins `unshare` and `none`. C++ (bundled bubblewrap): a
 stdin/stdout program, starting with `#include <iostream>` or with `#include <bits/stdc++.h>`, compiled once per
 completion (inside the sandbox) and run on two tests. A "run" is one completion: one sandbox, one process per
-test (plus the compiler for C++).
+test (plus the compiler for C++). The floor: one worker judging `add` with three asserts against a bare
+`python -I -S -c` per program with no isolation, side by side.
 
 Adversarial table: the programs of `tests/sandbox/adversarial.py` (Python and C++: fork and memory bombs,
 infinite compiles, writing and deleting in the home directory, network, killing the parent, faking a pass...),
@@ -132,6 +133,28 @@ def side_by_side(isolation, program: str, batch: int, workers: int, repeats: int
     return rows
 
 
+def bare_interpreter_floor(batch: int, repeats: int) -> dict:
+    """One worker judging small MBPP-style programs (`add` with three asserts) with the defaults, against starting a
+    bare `python -I -S -c <program and asserts>` per program with no isolation at all, alternating repeat by
+    repeat: programs per second each, and the ratio (>= 1 means judging costs no more than running at all)."""
+    program = ADD + "\n".join(ADD_TESTS) + "\n"
+    reward = CodeReward(timeout=4.0, num_workers=1)
+    reward(completions=[fenced(ADD)], tests=[ADD_TESTS])  # warm-up: the reused sandbox starts
+    bare, judged = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(batch):
+            subprocess.run([sys.executable, "-I", "-S", "-c", program], check=True)
+        bare.append(batch / (time.perf_counter() - started))
+        started = time.perf_counter()
+        for _ in range(batch):
+            assert reward(completions=[fenced(ADD)], tests=[ADD_TESTS]) == [1.0]
+        judged.append(batch / (time.perf_counter() - started))
+    close_servers(reward.sandbox)
+    return {"bare_python_programs_per_s": median(bare), "judged_programs_per_s": median(judged),
+            "ratio_judged_to_bare": median(judged) / median(bare), "backend": reward.sandbox.describe()}
+
+
 def adversarial_table(timeout: float, compile_timeout: float, reuse: bool = True) -> list[dict]:
     os.environ[SECRET_VARIABLE] = SECRET
     server = socket.socket()
@@ -244,6 +267,10 @@ def main() -> None:
               r["sequential_ratio_to_fresh"], r["parallel_ratio_to_fresh"]] for r in speed],
         )
     )
+    floor = bare_interpreter_floor(args.batch, args.repeats)
+    print(f"\nOne worker, `add` with three asserts: judged {floor['judged_programs_per_s']:.1f} programs/s, a bare "
+          f"`python -I -S -c` per program {floor['bare_python_programs_per_s']:.1f}/s: "
+          f"{floor['ratio_judged_to_bare']:.2f}x")
     table = adversarial_table(args.timeout, args.compile_timeout, reuse=False)
     table += adversarial_table(args.timeout, args.compile_timeout, reuse=True)
     print(f"\nAdversarial programs under {Sandbox().describe()} (per-test timeout {args.timeout:g} s):")
@@ -265,7 +292,8 @@ def main() -> None:
         )
     write_json(
         args.out,
-        {"machine": machine_info(), "args": vars(args), "throughput": speed, "adversarial": table, "hosts": coverage},
+        {"machine": machine_info(), "args": vars(args), "throughput": speed, "bare_interpreter_floor": floor,
+         "adversarial": table, "hosts": coverage},
     )
 
 

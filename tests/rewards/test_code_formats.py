@@ -173,13 +173,17 @@ def test_a_hostile_pickle_is_refused_not_run(tmp_path):
     [
         ("0.3333333\n", "0.333333333", "numbers", True),
         ("0.34\n", "0.333333333", "numbers", False),
-        ("1 2.0000001 x", "1 2 x", "numbers", True),
+        ("1 2.0000001 x", "1 2 x", "numbers", False),  # an expected integer matches only the same number
+        ("1 2.0 x", "1 2 x", "numbers", True),
+        ("1000000008", "1000000007", "numbers", False),
+        ("0.3333331", "0.333333", "numbers", True),  # a tolerance where the expected token is not an integer
         ("1 2 y", "1 2 x", "numbers", False),
         ("1 2", "1 2 3", "numbers", False),
         ("nan", "nan", "numbers", True),  # identical tokens
         ("inf", "1e308", "numbers", False),
         ("1  2\n3", "1 2 3", "apps", True),  # tokens
-        ("2.0000001", "2", "apps", True),  # numbers
+        ("2.0000001", "2", "apps", False),  # an expected integer compares exactly
+        ("2.0000001", "2.0", "apps", True),  # numbers
         ("YES", "yes", "apps", False),
     ],
 )

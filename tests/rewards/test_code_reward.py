@@ -407,8 +407,8 @@ def test_standard_library_code_that_looks_at_frames_still_works(reward):
 
 
 def test_asserts_compare_plain_data_so_odd_objects_cannot_pass(reward):
-    # int/float subclasses, NumPy-free plain values: compared as plain data; objects compared with each
-    # other keep their own equality; an object with its own __eq__ never equals plain data.
+    # int/float subclasses, NumPy-free plain values: compared as plain data; an object of a class the program
+    # wrote never decides a comparison with its own __eq__, with plain data or with another such object.
     program = (
         "class Node:\n    def __init__(self, v):\n        self.v = v\n"
         "    def __eq__(self, other):\n        return isinstance(other, Node) and other.v == self.v\n"
@@ -423,7 +423,7 @@ def test_asserts_compare_plain_data_so_odd_objects_cannot_pass(reward):
         "def check(f):\n    assert f() == 7\ncheck(weird)",
     ]
     report = reward.evaluate(fenced(program), tests)
-    assert [o.passed for o in report.outcomes] == [True, True, True, False, False]
+    assert [o.passed for o in report.outcomes] == [False, True, True, False, False]
 
 
 def test_reused_sandboxes_outlive_the_batch_threads_that_started_them():

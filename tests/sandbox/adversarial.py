@@ -115,7 +115,7 @@ def python_cases(port: int) -> dict[str, tuple[str, list]]:
             "    return x * x\n",
             SQUARE_TEST,
         ),
-        "kill the parent": ("import os\ndef square(x):\n    os.kill(os.getppid(), 9)\n    return x * x\n", SQUARE_TEST),
+        "kill the parent": ("import os\ndef square(x):\n    os.kill(os.getppid(), 9)\n    return x * x + 1\n", SQUARE_TEST),
         "kill the process group": ("import os\nos.killpg(0, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
         "kill every process": ("import os\nos.kill(-1, 9)\ndef square(x):\n    return x * x\n", SQUARE_TEST),
         "sys.exit(0) before the tests": ("import sys\nsys.exit(0)\ndef square(x):\n    return 0\n", SQUARE_TEST),

@@ -1,55 +1,42 @@
-"""Test harness of `run_code_tests`. It runs *inside* the sandbox and uses the standard library only.
+"""Test harness of `run_code_tests`: the judge inside the sandbox (standard library only).
 
     python harness.py plan.json solution.py             (started by `Sandbox.run_python`)
-    python harness.py plan.json solution.cpp            (C++: compiled here first, see below)
+    python harness.py plan.json solution.cpp            (C++: compiled here first)
+    python harness.py --serve                           (a reused sandbox: one request per line on stdin)
 
-The harness process never runs the solution. For each test it forks a child that runs the solution's
-top-level code and then the test, and reads what the child reports from a pipe of that child's own. It writes
-one JSON line per test to its stdout, which no child holds (children get other file descriptors, and the
-harness makes itself non-dumpable, which closes `/proc/<harness>/fd` to them).
+The harness never runs a program itself. For each test it forks a process that, under bubblewrap, enters
+namespaces of its own (`program_isolation`: its own PIDs, mounts, IPC, no `/proc`, fresh writable places, no
+capabilities), so the program can neither see, signal, limit nor read the harness, its pipes or another
+program, and leaves nothing behind. The harness reads what the test reports from a pipe of that test's own and
+writes one JSON line per test on its stdout, which no program can reach.
 
 What decides a test, by kind (the trainer builds the plan, see `trl_ext.sandbox.testing`):
 
-- "value": the child reports the value of an expression, the non-literal side of `assert <expr> <op>
-  <literal>`, encoded as plain data. The trainer applies the comparison with the literal, which never enters
-  the sandbox: a program cannot fake a pass without computing the right value.
-- "stdio": the child runs the solution as `__main__` with the test's input on stdin; the harness reports its
-  stdout, which the trainer compares with the expected output (also never in the sandbox).
-- "statement": any other test statement (a HumanEval `check(...)` call, a pytest-style test function, a
-  unittest method). It passes only if it returned without raising *and ran at least one check*. The trainer
-  rewrote the statement's `assert`s (`trl_ext.sandbox.testing.instrument_checks`) so that each one that runs
-  and holds counts a check, and compares plain data with plain data (an object whose own `__eq__` says True
-  cannot satisfy `assert f(x) == 3`); unittest and pytest runners count their assertion calls. The child
-  reads a nonce from its nonce pipe and closes the pipe *before* the solution runs, and after the statement
-  writes the nonce and the number of checks on its result pipe: a statement that ran no check is reported as
-  such and the trainer scores the row "cannot judge" (never a pass). Exiting early (`sys.exit(0)`,
-  `os._exit(0)`), killing the harness, writing a fake record on the result pipe, or replacing harness
-  functions (`import __main__`; `__main__.exec = ...`) yields no valid record. The nonce and the check
-  counter live only in this harness's frames, so the child's audit hook refuses what reaches frames or raw
-  memory: `sys._getframe` (ValueError, which the standard library's callers handle), a traceback's,
-  generator's or coroutine's frame, `sys.settrace`/`sys.setprofile`, `sys._current_frames`, object-graph
-  enumeration (`gc`), new audit hooks, every `ctypes` operation, and opening `/proc/*/mem`; Python signal
-  handlers (whose second argument is a frame) cannot be installed.
+- "value": the test process reports the value of the non-literal side of `assert <expr> <op> <literal>` as plain
+  data (`plain_data`); the trainer compares it with the literal, which never enters the sandbox.
+- "stdio": the program runs as `__main__` with the test's input on stdin; the trainer compares its stdout with
+  the expected output (never in the sandbox either).
+- "statement" (a HumanEval `check(...)` call, a pytest-style test function, a unittest method): passes only if
+  it returned without raising *and ran at least one check*. Its `assert`s were rewritten by the trainer
+  (`instrument_checks`) to count checks and to compare plain copies (`plain_data.make_comparisons`); unittest
+  and pytest runners count and guard their assertion calls the same way. The test process reads a nonce before
+  the program runs and writes it with the count, terminated, as its last act; a statement that ran no check
+  makes the row "cannot judge". These statements run in the program's own process (they call its functions),
+  so there the program's reach is limited by an audit hook (no frames, tracing, `gc` enumeration, `ctypes`,
+  Python signal handlers) and by the absence of `/proc`; see `test_process` and the threat model in the docs.
 
-Before a test runs, the child puts every loaded module, and every class defined in one, back as it was before
-the solution ran, and gives the test the genuine builtins and modules for the names it uses: a solution that
-replaced `math.isclose`, `builtins.abs`, `unittest.TestCase.run`, rebound `sorted` in its own namespace, or
-planted a fake module under a name the test imports does not change what the test computes. (A task whose
-function is named like a builtin, `def sum(...)`, is therefore tested against the builtin.) Modules the
-solution imported itself stay loaded, so a test's `unittest.mock.patch("random.randint")` patches the module
-the solution uses. The solution is importable as the module `solution` (`from solution import f`).
+Before a test runs, the test process puts every loaded module, and every class defined in one, back as it was
+before the program ran, and gives the test the genuine builtins and modules for the names it uses (a program that
+replaced `math.isclose` or `builtins.abs` does not change what the test computes). Modules the program imported
+stay loaded, so a test's `unittest.mock.patch("random.randint")` patches the module the program uses. The
+program is importable as the module `solution` (`from solution import f`).
 
-What this cannot stop, and the sandbox then contains: code that breaks the interpreter itself (a bug in a C
-extension) to read the harness's memory.
+C++: the compiler runs once, in namespaces of its own as a program (its output stays in the working directory),
+with wall-clock, CPU-time and address-space limits; a `{"compile": ...}` line reports it. Each stdin/stdout test
+then execs the binary, from an open descriptor, with the test's input and the per-test memory limit.
 
-C++ (`"language": "cpp"` in the plan): the harness first runs the compiler command of the plan once, in a
-child process group with its own wall-clock, CPU-time and address-space limits and stdin from /dev/null, and
-reports how that went on a `{"compile": ...}` line. Each stdin/stdout test then execs the binary in a child
-with the test's input, the per-test memory limit, and reports its stdout when it exits with status 0.
-
-Every child gets a fresh process group, its own CPU-time limit, and is killed with its group after the
-per-test timeout; in a private PID namespace every other process is killed too (`kill(-1)`) before the next
-test, so nothing a test started survives into the next one.
+Every test process gets its own process group and CPU-time limit and is killed after the per-test timeout; its
+PID namespace ends with it, so nothing a test started survives into the next one.
 """
 
 import json
