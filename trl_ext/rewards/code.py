@@ -17,6 +17,7 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.util
 import logging
@@ -311,6 +312,58 @@ class CodeReward(Reward):
         # With site_packages="auto": the same sandbox, with installed packages, for the rows whose tests need them.
         self._site_sandbox: Sandbox | None = None
 
+    def __call__(self, prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
+        # TRL passes the dataset's `prompt` column as `prompts`: a HumanEval row's prompt is the code a base
+        # model's completion continues (`RowTests.continues`).
+        if prompts is not None and "prompt" not in columns:
+            columns["prompt"] = prompts
+        return super().__call__(prompts, completions, completion_ids, **columns)
+
+    def dataset_problems(self, column_names: Sequence[str], rows: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+        """What this reward cannot read in a dataset with these columns (and these first rows), checked by the
+        trainers before training: the columns its `*_column` arguments name, and a test format. With
+        `tests_format="auto"` the format is detected from the rows as when scoring; an explicit `tests_format`
+        (or a `tests_column` the dataset has) is read as asked."""
+        names = set(column_names)
+        problems = [
+            f"reads column {column!r} (argument {argument})"
+            for argument, column in vars(self).items()
+            if argument.endswith("_column") and argument != "tests_column" and isinstance(column, str)
+            and column not in names
+        ]
+        formats = f"the formats it reads: {sorted(FORMATS)} (see docs/rewards/code.md)"
+        if self.tests_format == "tests" or (self.tests_format == "auto" and self.tests_column in names):
+            if self.tests_column not in names:
+                problems.append(f"reads column {self.tests_column!r} (argument tests_column)")
+            return problems
+        if not rows:  # a stream: its rows are read when scoring
+            return problems
+        for index, row in enumerate(rows):
+            try:
+                if self.tests_format == "auto":
+                    found = candidate_formats(row, self.tests_column)
+                    if len(found) > 1:
+                        problems.append(f"row {index}'s columns fit several test formats {found}: pass "
+                                        "tests_format=<one of them> (in YAML: `code:tests_format=<format>`)")
+                        break
+                    if not found:
+                        continue
+                    row_tests(row, found[0], self.tests_column)
+                else:
+                    row_tests(row, self.tests_format, self.tests_column)
+                return problems
+            except TestsFormatError as error:
+                problems.append(f"row {index} cannot be read as {self.tests_format!r} tests: {error}")
+                break
+        else:
+            problems.append(
+                f"finds no test column in the first rows ({formats}, read from columns such as `tests`, `test` + "
+                "`entry_point`, `test_list`, `input_output`, `public_tests`, `public_test_cases`, "
+                "`verification_info`); add one, pass tests_format=<format>, or tests_column=<column> for a column "
+                "of asserts or stdin/stdout pairs"
+            )
+        return problems
+
     # ------------------------------------------------------------------------------------------ one row
 
     def evaluate(self, completion_text: str, tests: Any, language: str | None = None) -> CodeTestReport | None:
@@ -357,6 +410,8 @@ class CodeReward(Reward):
         if checker is False:
             return None
         code = self._extract(text, language)
+        if language == "python" and read.continues and not _defines(code, read.entry_point):
+            code = read.continues + code  # a function body after its prompt, as HumanEval's harness runs it
         if code.strip() and language == "python" and read.prelude:
             code = read.prelude + "\n" + code
         return code, tests, language, checker, sandbox
@@ -545,6 +600,21 @@ class CodeReward(Reward):
             )
             return None
         return self._score(report)
+
+
+def _defines(code: str, name: str) -> bool:
+    """Whether `code` parses and defines `name` at its top level (a function, class or assignment)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=None)

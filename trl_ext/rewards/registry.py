@@ -286,15 +286,33 @@ def reward_columns(reward: Callable) -> dict[str, str]:
     } if hasattr(reward, "__dict__") else {}
 
 
-def check_reward_columns(reward_funcs: Sequence[Callable], column_names: Sequence[str]) -> None:
-    """Raise before training if a reward reads a column the dataset lacks, naming the reward, the column,
-    the argument that chose it and the columns there are. `column_names` is e.g. `train_dataset.column_names`."""
+def first_rows(dataset: Any, count: int = 8) -> list[Mapping[str, Any]]:
+    """The first `count` rows of a map-style dataset (none of a stream: reading it would consume it)."""
+    try:
+        return [dataset[index] for index in range(min(count, len(dataset)))]
+    except (TypeError, KeyError, IndexError, NotImplementedError):
+        return []
+
+
+def check_reward_columns(
+    reward_funcs: Sequence[Callable], column_names: Sequence[str], rows: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    """Raise before training if a reward cannot read the dataset: a column it reads is missing (naming the
+    reward, the column, the argument that chose it and the columns there are), or, for a reward that checks its
+    own schema (`dataset_problems(column_names, rows)`, as `code` does with its test formats), what it reports.
+    `column_names` is e.g. `train_dataset.column_names`, `rows` its first rows (`first_rows`)."""
     available = set(column_names)
     problems = []
     for reward in reward_funcs:
+        name = getattr(reward, "__name__", type(reward).__name__)
+        inner = reward
+        while isinstance(inner, AsyncReward):
+            inner = inner.reward
+        if hasattr(inner, "dataset_problems"):
+            problems += [f"reward {name!r} {problem}" for problem in inner.dataset_problems(column_names, rows)]
+            continue
         for argument, column in reward_columns(reward).items():
             if column not in available:
-                name = getattr(reward, "__name__", type(reward).__name__)
                 problems.append(f"reward {name!r} reads column {column!r} (argument {argument})")
     if problems:
         raise ValueError(

@@ -7,6 +7,7 @@ import copy
 import inspect
 import json
 import os
+import textwrap
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.trainer.utils import pad
 
-from ..rewards import SoftOverlongPunishment, check_reward_columns
+from ..rewards import SoftOverlongPunishment
 from ..sampling import (
     BackoffController,
     CarriedGroup,
@@ -56,6 +57,7 @@ from ..sampling.assembly import (
     sampled_log_probs,
 )
 from ..sampling.environments import free_instances, lent_pool, stand_ins
+from .dataset_checks import check_dataset, resolve_reward_names
 from .dapo_config import DAPOConfig
 from .scoring import (
     TRL_CONTINUOUS_REWARD_NAMES,
@@ -122,6 +124,17 @@ class DAPOTrainer(GRPOTrainer):
 
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
+    _paper = {
+        "title": "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
+        "id": "2503.14476",
+        "citation": textwrap.dedent("""\
+            @article{yu2025dapo,
+                title        = {{DAPO: An Open-Source LLM Reinforcement Learning System at Scale}},
+                author       = {Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others},
+                year         = 2025,
+                eprint       = {arXiv:2503.14476},
+            }"""),
+    }
     # Per-generation-batch state of dynamic sampling; None outside `_generate_and_score_completions`.
     _generating_round = False
     _assembled_batch: Rows | None = None
@@ -146,13 +159,12 @@ class DAPOTrainer(GRPOTrainer):
                 f"DAPOTrainer needs a DAPOConfig, got {type(config).__name__}. Replace `GRPOConfig(...)` with "
                 "`DAPOConfig(...)` (same arguments): `from trl_ext import DAPOConfig`."
             )
+        arguments["reward_funcs"] = resolve_reward_names(arguments["reward_funcs"])
         reward_funcs = arguments["reward_funcs"]
         reward_funcs = (
             [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
         )
-        train_dataset = arguments["train_dataset"]
-        if getattr(train_dataset, "column_names", None):
-            check_reward_columns(reward_funcs, train_dataset.column_names)
+        check_dataset(reward_funcs, arguments["train_dataset"])
         # Without a reward function TRL refuses to train ("No reward source"): never hide that behind the penalty.
         if config.soft_overlong_punishment and reward_funcs:
             if any(_is_overlong(func) for func in reward_funcs):

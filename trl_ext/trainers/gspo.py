@@ -22,7 +22,7 @@ from ..objectives import (
     sequence_clip_fractions,
     sequence_log_ratio,
 )
-from ..rewards import check_reward_columns
+from .dataset_checks import check_dataset, resolve_reward_names
 
 # The paper splits each rollout batch into 4 mini-batches, one optimiser update each.
 PAPER_UPDATES_PER_ROLLOUT = 4
@@ -228,9 +228,10 @@ class GSPOTrainer(GRPOTrainer):
             )
         # Inputs of the `_compute_loss` call in progress, read by the policy forward it makes first.
         self._loss_inputs: dict | None = None
+        reward_funcs = resolve_reward_names(reward_funcs)
+        train_dataset = trainer_kwargs.get("train_dataset", trainer_args[0] if trainer_args else None)
+        check_dataset(reward_funcs if isinstance(reward_funcs, list) else [reward_funcs], train_dataset)
         super().__init__(model, reward_funcs, args, *trainer_args, **trainer_kwargs)
-        if getattr(self.train_dataset, "column_names", None):  # a reward's missing column fails before training
-            check_reward_columns(self.reward_funcs, self.train_dataset.column_names)
         if args.importance_sampling_level == "sequence_token":
             # TRL computes the token-level ratio; the re-based old log-probabilities make it GSPO-token's.
             self.importance_sampling_level = "token"

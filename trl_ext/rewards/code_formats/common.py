@@ -23,10 +23,15 @@ class TestsFormatError(ValueError):
 @dataclass(frozen=True)
 class RowTests:
     """What one row asks of a program: the tests, code to put before the program (`prelude`: imports and
-    helpers the dataset assumes), the language if the row says, a checker, and how outputs compare."""
+    helpers the dataset assumes), the language if the row says, a checker, and how outputs compare.
+
+    `continues` is the prompt a base model's completion continues (HumanEval's harness runs prompt + completion):
+    a completion that does not define `entry_point` itself, a function body, runs after it."""
 
     tests: list[CodeTest]
     prelude: str = ""
+    continues: str = ""
+    entry_point: str = ""
     language: str | None = None
     checker: Checker | None = None
     output_match: str | None = None
