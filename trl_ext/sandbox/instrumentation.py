@@ -1,0 +1,170 @@
+"""Test statements rewritten before they enter the sandbox (`instrument_checks`): each `assert` that runs is
+counted, and its comparisons and truth tests go through the harness's plain-data comparison; with the modules
+a test imports or reaches, which the harness loads before the solution."""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["CHECK_FUNCTION", "COMPARE_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
+
+# Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
+CHECK_FUNCTION = "__trl_ext_check__"
+COMPARE_FUNCTION = "__trl_ext_compare__"
+TRUTH_FUNCTION = "__trl_ext_truth__"
+VALUE_FUNCTION = "__trl_ext_value__"
+_COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                    ast.In: "in", ast.NotIn: "not in"}
+_NOT_LITERAL = object()
+
+
+class _CheckInstrumenter(ast.NodeTransformer):
+    """`assert <test>, <message>` becomes `if not <test'>: raise AssertionError(<message>)` followed by a call
+    that counts one check; in `<test'>` comparisons and truth tests go through the harness's plain-data
+    comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing."""
+
+    def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
+        self.generic_visit(node)
+        failure = ast.Raise(
+            exc=ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg is not None else [], []),
+            cause=None,
+        )
+        statements: list[ast.stmt] = [ast.If(ast.UnaryOp(ast.Not(), _guarded(node.test)), [failure], [])]
+        if _literal(node.test) is _NOT_LITERAL:
+            statements.append(ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], [])))
+        return [ast.copy_location(statement, node) for statement in statements]
+
+
+class _ValueGuard(ast.NodeTransformer):
+    """Every value an assert computes with (a name, call, attribute or subscript) goes through the harness's
+    `value` guard: plain data becomes a plain copy, so `abs(f(x) - y) < eps` or `lo <= f(x) <= hi` computes with
+    built-in values, and a value of a class the program wrote that answers comparisons or arithmetic itself
+    fails the test. Not guarded: the operands of `is` / `is not` (they keep their identity), a called function
+    and the object whose attribute is read (the attribute's value is), and the body of a lambda."""
+
+    def _inner(self, node: ast.expr) -> ast.expr:
+        """`node` with its parts guarded, not `node` itself."""
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                node.func = self._inner(node.func)
+            node.args = [self.visit(argument) for argument in node.args]
+            node.keywords = [self.visit(keyword) for keyword in node.keywords]
+            return node
+        if isinstance(node, ast.Attribute):
+            node.value = self._inner(node.value)
+            return node
+        if isinstance(node, ast.Name):
+            return node
+        return self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            node.left = self._inner(node.left)
+            node.comparators = [self._inner(operand) for operand in node.comparators]
+            return node
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        internal = isinstance(node.func, ast.Name) and node.func.id.startswith("__trl_ext_")
+        node = self._inner(node)
+        return node if internal else _value_call(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and not node.id.startswith("__trl_ext_"):
+            return _value_call(node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node = self._inner(node)
+        return _value_call(node) if isinstance(node.ctx, ast.Load) else node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        return _value_call(node) if isinstance(node.ctx, ast.Load) else node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+
+def _value_call(node: ast.expr) -> ast.expr:
+    return ast.Call(ast.Name(VALUE_FUNCTION, ast.Load()), [node], [])
+
+
+def _guarded(test: ast.expr) -> ast.expr:
+    return _ValueGuard().visit(_compared(test))
+
+
+def _compared(test: ast.expr) -> ast.expr:
+    if isinstance(test, ast.BoolOp):
+        return ast.BoolOp(test.op, [_compared(value) for value in test.values])
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.UnaryOp(ast.Not(), _compared(test.operand))
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARE_SYMBOLS:
+        return ast.Call(
+            ast.Name(COMPARE_FUNCTION, ast.Load()),
+            [test.left, ast.Constant(_COMPARE_SYMBOLS[type(test.ops[0])]), test.comparators[0]],
+            [],
+        )
+    if isinstance(test, ast.Compare):  # `is`, `is not`, chained comparisons: as written
+        return test
+    return ast.Call(ast.Name(TRUTH_FUNCTION, ast.Load()), [test], [])
+
+
+def instrument_checks(source: str) -> str:
+    """A test statement rewritten so that the sandbox can tell how many checks ran (see `_CheckInstrumenter`)."""
+    return _instrumented(source)[0]
+
+
+@lru_cache(maxsize=4096)
+def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
+    tree = ast.parse(source)
+    imports = _imports(tree) | _reached_modules(tree)
+    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
+    return ast.unparse(tree), tuple(sorted(imports))
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """The modules `tree` imports, by their full names (relative imports left out)."""
+    imports = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imports.add(node.module)
+    return imports
+
+
+def _reached_modules(tree: ast.AST) -> set[str]:
+    """What the test reaches as attributes of a module it imported (`np.fft.fft` -> `numpy.fft`, `numpy.fft.fft`).
+
+    Packages load some submodules lazily, on first use (NumPy's `fft`, `random`, `testing`): the harness loads
+    these too before the solution runs, so that a solution cannot plant its own module under such a name for the
+    test to pick up. Names that are not modules simply fail to load there.
+    """
+    bound = {}  # a name the test binds to a module -> that module's full name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.partition(".")[0]] = alias.name if alias.asname else alias.name.partition(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    reached = {name for name in bound.values() if "." in name}  # `from numpy import fft`: numpy.fft
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            path = []
+            while isinstance(node, ast.Attribute):
+                path.append(node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id in bound:
+                reached.add(".".join([bound[node.id], *reversed(path)]))
+    return reached
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
