@@ -22,7 +22,6 @@ import functools
 import importlib.util
 import logging
 import os
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +46,7 @@ from ..sandbox.testing import (
     run_code_tests,
 )
 from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
+from .code_extraction import extract_cpp_code, extract_python_code
 from .code_formats import FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, row_tests
 from .pool import default_num_workers
 from .registry import register_reward
@@ -75,42 +75,11 @@ _DISTRIBUTIONS = {
     "docx": "python-docx", "dotenv": "python-dotenv",
 }
 
-_PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
-_CPP_FENCE_TAGS = frozenset({"cpp", "c++", "cc", "cxx", "hpp"})
-_FENCE = re.compile(r"```[ \t]*([\w+.#-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 # Names a `language_column` value may take, by language.
 _LANGUAGE_NAMES = {
     "python": "python", "py": "python", "python3": "python", "py3": "python",
     "cpp": "cpp", "c++": "cpp", "cxx": "cpp", "cc": "cpp", "g++": "cpp", "cpp17": "cpp", "c++17": "cpp",
 }
-
-
-# ----------------------------------------------------------------------------------------------- extraction
-
-
-def _extract(text: str, tags: frozenset[str]) -> str:
-    if "</think>" in text:
-        text = text.rsplit("</think>", 1)[1]
-    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
-    for wanted in (lambda tag: tag in tags, lambda tag: tag == ""):
-        chosen = [body for tag, body in blocks if wanted(tag)]
-        if chosen:
-            return chosen[-1]
-    return "" if blocks else text
-
-
-def extract_python_code(text: str) -> str:
-    """The program in a completion: the last ```python block (also `py`, `python3`), else the last untagged
-    ``` block, else the whole text when it has no fenced block at all. Text up to the last `</think>` is
-    reasoning and is ignored. A block cut off by the length limit (no closing fence) runs to the end. A
-    completion whose only blocks are in other languages has no Python code (empty string)."""
-    return _extract(text, _PYTHON_FENCE_TAGS)
-
-
-def extract_cpp_code(text: str) -> str:
-    """Like `extract_python_code`, for C++: the last ```cpp block (also `c++`, `cc`, `cxx`), else the last
-    untagged block, else the whole text when it has no fenced block."""
-    return _extract(text, _CPP_FENCE_TAGS)
 
 
 # ---------------------------------------------------------------------------------------------------- tests
