@@ -7,7 +7,11 @@
 - `run_code_tests` and the test types (`testing`): a program (Python, or C++ compiled in the sandbox) against
   assert, statement, stdin/stdout or checker-judged tests, in one sandbox run (or, with `reuse=True`, in a
   `SandboxServer` that stays up and is emptied between programs), judged in the caller's process so that a
-  program cannot fake a pass. `harness.py` is the script that runs inside the sandbox (standard library only).
+  program cannot fake a pass. Inside the sandbox (standard library only): `harness.py`, the judge, which runs
+  each program in namespaces of its own (`program_isolation`), the test process's side (`test_process`) and the
+  values that cross back as plain data (`plain_data`). Around them: `backends` (bubblewrap and the opt-ins),
+  `processes` (cgroups, cleanup), `server` / `server_pool` (reused sandboxes), `instrumentation` (asserts that
+  count and compare plain data), `output_matching`, `checkers`.
 - `cpp_headers`: precompiled standard headers for C++ programs, built on the host into the user's cache and
   read-only in the sandbox; a program compiles to the same result, about three times faster.
 

@@ -406,20 +406,7 @@ def _clean_up(plan):
     if plan.get("private_ipc"):
         _remove_ipc_objects()
     if plan.get("isolation"):
-        _clear_keyrings()
-
-
-def _clear_keyrings():
-    """Empty the user's keyrings (shared by every process of this uid in the sandbox, unlike its namespaces)."""
-    import ctypes
-    import platform
-
-    number = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
-    if number is None:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    for keyring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-        libc.syscall(number, 7, ctypes.c_long(keyring))  # KEYCTL_CLEAR
+        program_isolation.clear_keyrings()
 
 
 def _mount_points():
@@ -574,10 +561,16 @@ def _judge_program(plan, source, report, remove=()):
             skip_reason = "an earlier test failed (all-or-nothing scoring)"
 
 
+_KNOWN_TYPES = [frozenset(), frozenset()]  # (the modules loaded then, the classes found): this process runs no program
+
+
 def _known_types():
     """Classes that exist before any program runs: those written in Python that loaded modules hold (and their
     bases), and the `datetime` module's. A value of one of them may take part in a test's comparison as it is
     (see `plain_data.make_comparisons`); a value of a class the program wrote may not."""
+    loaded = frozenset(sys.modules)
+    if loaded == _KNOWN_TYPES[0]:
+        return _KNOWN_TYPES[1]
     heap = 1 << 9
     flags = type.__dict__["__flags__"].__get__
     known = value_types()
@@ -588,7 +581,8 @@ def _known_types():
         for value in list(namespace.values()):
             if isinstance(value, type) and flags(value) & heap:
                 known.update(cls for cls in value.__mro__ if flags(cls) & heap)
-    return frozenset(known)
+    _KNOWN_TYPES[:] = [loaded, frozenset(known)]
+    return _KNOWN_TYPES[1]
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ program, each program runs like this (`run_isolated`, called in a child the harn
   with the usual device nodes, and a new size-capped `/dev/shm`). They live as long as the program's mount
   namespace: when its last process ends, the kernel frees them. Nothing one program writes is there for the next.
 - **IPC namespace**: System V objects and POSIX message queues start empty and end with the program.
+- **Keys**: a session keyring of its own; the harness empties the keyrings every process of the uid shares
+  between programs (`clear_keyrings`).
 - **No capabilities**: C and I need CAP_SYS_ADMIN to set this up (the harness alone is given it); the program's
   process drops every capability (effective, permitted, inheritable, ambient and the bounding set) and sets
   `no_new_privs` before it runs. It holds only the file descriptors its test gives it.
@@ -33,6 +35,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x2000, 0x4000, 0x40000
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 PR_SET_DUMPABLE = 4
+_KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 _DEVICE_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                  ("stderr", "/proc/self/fd/2"))
@@ -198,6 +201,7 @@ def run_isolated(body, result_fd, writable, size, keep_working_directory=False):
             program = os.fork()
             if program == 0:
                 try:
+                    _keyctl(1, 0)  # KEYCTL_JOIN_SESSION_KEYRING: a new, empty session keyring of its own
                     drop_capabilities()
                 except OSError as error:
                     os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
@@ -212,3 +216,18 @@ def run_isolated(body, result_fd, writable, size, keep_working_directory=False):
     _close_all_descriptors()
     _, status = os.waitpid(init, 0)
     _exit_as(_exit_code(status))
+
+
+def _keyctl(*arguments):
+    number = _KEYCTL_SYSCALL.get(os.uname().machine)
+    return -1 if number is None else _libc.syscall(number, *(ctypes.c_long(value) for value in arguments))
+
+
+def clear_keyrings():
+    """Empty the keyrings every process of this uid in the sandbox shares, unlike its namespaces: the user's, the
+    user's session keyring and the persistent one (each program also gets a session keyring of its own)."""
+    for keyring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+        _keyctl(7, keyring)  # KEYCTL_CLEAR
+    persistent = _keyctl(22, -1, 0)  # KEYCTL_GET_PERSISTENT for this uid, linked nowhere
+    if persistent > 0:
+        _keyctl(7, persistent)
