@@ -17,7 +17,7 @@ from typing import Any
 from .core import Sandbox
 from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
 from .harness import HARNESS_MODULES
-from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal
+from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal, guarded_expression
 
 __all__ = [
     "DEFAULT_CPP_FLAGS",
@@ -72,7 +72,7 @@ class CodeTest:
         if self.kind == "statement":
             source, imports = _instrumented(self.source)
             return {"kind": "statement", "source": source, "imports": list(imports)}
-        return {"kind": self.kind, "source": self.source}
+        return {"kind": self.kind, "source": guarded_expression(self.source)}
 
 
 def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:

@@ -207,7 +207,8 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             os.setpgid(0, 0)
             isolation = plan.get("isolation")
             if isolation:
-                program_isolation.run_isolated(program, result_write, isolation["writable"], isolation["size"])
+                program_isolation.run_isolated(program, result_write, isolation["writable"], isolation["size"],
+                                               stdin_fd=stdin_fd if kind == "stdio" else None)
             program()
         finally:
             os._exit(70)

@@ -112,6 +112,13 @@ def _compared(test: ast.expr) -> ast.expr:
     return ast.Call(ast.Name(TRUTH_FUNCTION, ast.Load()), [test], [])
 
 
+@lru_cache(maxsize=4096)
+def guarded_expression(source: str) -> str:
+    """A value test's expression (the non-literal side of `assert <expr> <op> <literal>`) with every value it
+    computes with guarded as an assert's are (`_ValueGuard`): `abs(f(x) - 3.5)` subtracts plain numbers."""
+    return ast.unparse(ast.fix_missing_locations(_ValueGuard().visit(ast.parse(source, mode="eval"))))
+
+
 def instrument_checks(source: str) -> str:
     """A test statement rewritten so that the sandbox can tell how many checks ran (see `_CheckInstrumenter`)."""
     return _instrumented(source)[0]

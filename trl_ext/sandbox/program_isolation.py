@@ -37,8 +37,6 @@ PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL =
 PR_SET_DUMPABLE = 4
 _KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-_DEVICE_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                 ("stderr", "/proc/self/fd/2"))
 # Written on the test's result pipe by C when the namespaces cannot be made: the harness then reports the test
 # as not judged (never run without them).
 ISOLATION_FAILED = b"X"
@@ -106,16 +104,17 @@ def _cover(directory, size):
         os.close(old)
 
 
-def _fresh_dev(staging, size):
-    """A new read-only /dev holding the usual device nodes (bound from the old one) and a new /dev/shm."""
+def _fresh_dev(staging, size, stdin):
+    """A new read-only /dev holding the usual device nodes (bound from the old one), `/dev/stdin` (a file holding
+    the test's input: there is no /proc for the usual link to it) and a new /dev/shm."""
     os.mkdir(staging)
     _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
     for name in _DEVICES:
         if os.path.exists("/dev/" + name):
             open(os.path.join(staging, name), "w").close()
             _mount("/dev/" + name, os.path.join(staging, name), None, MS_BIND)
-    for name, target in _DEVICE_LINKS:
-        os.symlink(target, os.path.join(staging, name))
+    with open(os.path.join(staging, "stdin"), "wb") as file:  # no /proc, so no /dev/stdin -> /proc/self/fd/0
+        file.write(stdin)
     os.mkdir(os.path.join(staging, "shm"))
     _mount("tmpfs", os.path.join(staging, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     _mount(None, staging, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
@@ -123,10 +122,10 @@ def _fresh_dev(staging, size):
     os.rmdir(staging)
 
 
-def enter_namespaces(writable, size, keep_working_directory=False):
+def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
     """Make this process's mount and IPC namespaces new (and its children's PID namespace), with fresh
     `writable` directories (except the working directory with `keep_working_directory`: the compiler writes
-    its output there for the harness), a fresh /dev and no /proc."""
+    its output there for the harness), a fresh /dev (its `stdin` a file holding `stdin`) and no /proc."""
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing mounted here propagates anywhere else
     working_directory = os.getcwd()
@@ -135,7 +134,7 @@ def enter_namespaces(writable, size, keep_working_directory=False):
         covered = [d for d in covered if os.path.realpath(d) != os.path.realpath(working_directory)]
     for directory in sorted(covered, key=len):
         _cover(directory, size)
-    _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size)
+    _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size, stdin)
     _mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
     os.chdir(working_directory)  # the new tmpfs, not the directory it covers
 
@@ -184,12 +183,20 @@ def _init(program_pid):
             os._exit(_exit_code(status))  # and the kernel kills the rest of the namespace
 
 
-def run_isolated(body, result_fd, writable, size, keep_working_directory=False):
+def run_isolated(body, result_fd, writable, size, keep_working_directory=False, stdin_fd=None):
     """In a child the harness forked for one program: run `body()` (which never returns) in namespaces of its
     own, without capabilities, and exit as it did. Never returns. When the namespaces cannot be made, writes
-    `ISOLATION_FAILED` and the reason on `result_fd` and exits: no program runs without them."""
+    `ISOLATION_FAILED` and the reason on `result_fd` and exits: no program runs without them. `stdin_fd`, a
+    descriptor of the test's input, is replaced by `/dev/stdin`, the file holding the same input."""
     try:
-        enter_namespaces(writable, size, keep_working_directory)
+        stdin = b""
+        if stdin_fd is not None:
+            stdin = os.pread(stdin_fd, os.fstat(stdin_fd).st_size, 0)
+        enter_namespaces(writable, size, keep_working_directory, stdin)
+        if stdin_fd is not None:
+            reopened = os.open("/dev/stdin", os.O_RDONLY)
+            os.dup2(reopened, stdin_fd, inheritable=False)
+            os.close(reopened)
     except OSError as error:
         try:
             os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
