@@ -329,7 +329,7 @@ def load_answer_forms() -> list[dict]:
 
 
 def math_reward_verdict(reference: str, completion: str, question: str | None = None) -> bool | None:
-    from trl_ext.rewards.math_equivalence import verify_math_answer
+    from trl_ext.rewards.math import verify_math_answer
 
     return verify_math_answer(reference, completion, question=question, parsing_timeout=5, verify_timeout=5)
 

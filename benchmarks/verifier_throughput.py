@@ -36,7 +36,7 @@ import _common  # noqa: F401  (offline environment, import path)
 from _common import format_table, machine_info, median, write_json
 
 from trl_ext.rewards import get_reward
-from trl_ext.rewards.math_equivalence import extract_final_answer, verify_math_answer
+from trl_ext.rewards.math import extract_final_answer, verify_math_answer
 from trl_ext.rewards.pool import default_num_workers
 
 REASONING = (

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 API_PAGES = {
     "trl_ext.trainers": "api/trainers.md",
     "trl_ext.rewards": "api/rewards.md",
+    "trl_ext.rewards.math": "api/rewards.md",
     "trl_ext.sandbox": "api/sandbox.md",
     "trl_ext.sampling": "api/sampling.md",
     "trl_ext.objectives": "api/objectives.md",

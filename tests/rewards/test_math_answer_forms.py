@@ -16,7 +16,7 @@ import pytest
 
 from trl_ext.rewards import get_reward
 from trl_ext.rewards.extraction import listed_choices
-from trl_ext.rewards.math_equivalence import (
+from trl_ext.rewards.math import (
     declares_integers,
     extract_final_answer,
     question_text,

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from trl_ext.rewards import get_reward
-from trl_ext.rewards.math_equivalence import (
+from trl_ext.rewards.math import (
     FinalAnswer,
     MathReward,
     MathVerifier,

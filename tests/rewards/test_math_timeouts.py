@@ -8,7 +8,7 @@ import time
 import pytest
 
 from trl_ext.rewards import TimeoutPool, call_reward, get_reward
-from trl_ext.rewards.math_equivalence import TIMED_OUT, MathVerifier
+from trl_ext.rewards.math import TIMED_OUT, MathVerifier
 
 MARGIN = 5.0  # seconds: worker start-up is excluded from the limit, but CI machines are small and shared
 POWER_TOWER = r"The answer is \boxed{2^{2^{2^{2^{2^{2^{2}}}}}}}"

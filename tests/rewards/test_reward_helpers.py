@@ -12,7 +12,7 @@ from trl_ext.rewards import get_reward, soft_overlong_penalty
 from trl_ext.rewards.answers import normalize_text, parse_number
 from trl_ext.rewards.dapo import normalize_dapo_answer
 from trl_ext.rewards.extraction import answer_line, auto_answer, gsm8k_answer, last_boxed, last_number
-from trl_ext.rewards.math_equivalence import extract_math_answer, normalize_math_answer
+from trl_ext.rewards.math import extract_math_answer, normalize_math_answer
 from trl_ext.rewards.shaping import repetition_penalty
 
 

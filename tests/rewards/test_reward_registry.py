@@ -24,7 +24,7 @@ from trl_ext.rewards import (
 )
 from trl_ext.rewards.answers import ExactMatchReward, NumericReward
 from trl_ext.rewards.format import RegexFormatReward
-from trl_ext.rewards.math_equivalence import MathReward
+from trl_ext.rewards.math import MathReward
 
 REQUIRED_NAMES = {
     "code",

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from trl_ext.rewards import call_reward, get_reward
-from trl_ext.rewards.math_equivalence import verify_math_answer
+from trl_ext.rewards.math import verify_math_answer
 
 # (reference, completion, verdict) for `math`.
 MATH_TABLE = [

@@ -4,7 +4,7 @@
 registers every built-in reward.
 """
 
-from . import answers, code, dapo, format, math_equivalence, shaping, structured, tool_call  # noqa: F401  (registration)
+from . import answers, code, dapo, format, math, shaping, structured, tool_call  # noqa: F401  (registration)
 from .base import Reward, completion_text, dataset_column, message_text
 from .length import SoftOverlongPunishment, soft_overlong_penalty
 from .pool import Outcome, TimeoutPool, run_with_timeout_pool, shared_pool
