@@ -211,3 +211,20 @@ def test_cli_lists_rewards(capsys):
     main(["rewards"])
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert {"math", "exact_match", "gsm8k"} <= set(names)
+
+
+def test_every_reward_spec_the_cli_help_shows_builds():
+    # A user copies the example from `trl-ext eval --help`: it must be a spec the registry accepts.
+    import re
+
+    from trl_ext.cli import build_parser
+    from trl_ext.rewards import get_reward, parse_reward_spec
+
+    parser = build_parser()
+    subparsers = next(action for action in parser._actions if action.choices and "eval" in action.choices)
+    reward = next(action for action in subparsers.choices["eval"]._actions if "--reward" in action.option_strings)
+    specs = re.findall(r"'([^']+)'", reward.help)
+    assert "exact_match:normalize=false" in specs
+    for spec in specs:
+        name, kwargs, _ = parse_reward_spec(spec)
+        get_reward(name, **kwargs)

@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--reward",
         default="math",
-        help="Registry reward spec, e.g. 'math' or 'exact_match:strip=true' (see `trl-ext rewards`).",
+        help="Registry reward spec, e.g. 'math' or 'exact_match:normalize=false' (see `trl-ext rewards`).",
     )
     evaluate.add_argument("--n", type=int, default=16, help="Samples per prompt.")
     evaluate.add_argument("--k", default="1", help="Comma-separated k values, each <= n (e.g. 1,4,16).")
