@@ -22,6 +22,7 @@ from trl_ext.rewards.code import (
     outputs_match,
     parse_tests,
 )
+from trl_ext.sandbox.instrumentation import guarded_expression
 
 MARGIN = 3.0  # seconds of slack for a loaded 2-core CI machine
 TIMEOUT = 1.0
@@ -95,8 +96,9 @@ def test_assert_statements_are_split_into_what_the_sandbox_sees_and_what_stays_h
     assert (test.kind, test.source, test.expected, test.operator, test.literal_first) == (
         kind, source, expected, op, literal_first
     )
-    if kind == "value":  # the expected value never goes into the sandbox's plan
-        assert test.plan() == {"kind": "value", "source": source}
+    if kind == "value":  # the expected value never goes into the sandbox's plan; what it computes is guarded
+        assert test.plan() == {"kind": "value", "source": guarded_expression(source)}
+        assert test.plan()["source"].startswith("__trl_ext_value__(")
 
 
 def test_parse_tests_formats():

@@ -17,7 +17,7 @@ from typing import Any
 from .core import Sandbox
 from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
 from .harness import HARNESS_MODULES
-from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal, guarded_expression
+from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal, guarded_expression, judged_apart
 
 __all__ = [
     "DEFAULT_CPP_FLAGS",
@@ -71,7 +71,7 @@ class CodeTest:
             return {"kind": "stdio", "stdin": self.stdin}
         if self.kind == "statement":
             source, imports = _instrumented(self.source)
-            return {"kind": "statement", "source": source, "imports": list(imports)}
+            return {"kind": "statement", "source": source, "imports": list(imports), "apart": judged_apart(self.source)}
         return {"kind": self.kind, "source": guarded_expression(self.source)}
 
 

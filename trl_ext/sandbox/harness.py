@@ -17,13 +17,12 @@ What decides a test, by kind (the trainer builds the plan, see `trl_ext.sandbox.
 - "stdio": the program runs as `__main__` with the test's input on stdin; the trainer compares its stdout with
   the expected output (never in the sandbox either).
 - "statement" (a HumanEval `check(...)` call, a pytest-style test function, a unittest method): passes only if
-  it returned without raising *and ran at least one check*. Its `assert`s were rewritten by the trainer
-  (`instrument_checks`) to count checks and to compare plain copies (`plain_data.make_comparisons`); unittest
-  and pytest runners count and guard their assertion calls the same way. The test process reads a nonce before
-  the program runs and writes it with the count, terminated, as its last act; a statement that ran no check
-  makes the row "cannot judge". These statements run in the program's own process (they call its functions),
-  so there the program's reach is limited by an audit hook (no frames, tracing, `gc` enumeration, `ctypes`,
-  Python signal handlers) and by the absence of `/proc`; see `test_process` and the threat model in the docs.
+  it returned without raising *and ran at least one check*; its `assert`s were rewritten by the trainer
+  (`instrument_checks`) to count checks and compute with plain copies (`plain_data.make_comparisons`). Most run
+  in a process of the judge's that calls the program over a socket (`judge_side`): the counter, comparisons and
+  record are out of the program's reach. A test that needs the program's own process (it patches modules,
+  captures output, shares files, imports installed packages) runs there instead, guarded by an audit hook and
+  by the absence of `/proc`, its pass record carrying a nonce read before the program ran (`test_process`).
 
 Before a test runs, the test process puts every loaded module, and every class defined in one, back as it was
 before the program ran, and gives the test the genuine builtins and modules for the names it uses (a program that
@@ -50,15 +49,17 @@ import time
 if __package__:  # imported by the trainer (`trl_ext.sandbox.harness`)
     from . import program_isolation
     from .plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401 - decode_value: API
-    from .test_process import PASS_RECORD_END, _child, _exec_child, _genuine_names, _module_snapshot, _names_in
+    from .test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
+                               _names_in)
 else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_MODULES`)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import program_isolation
     from plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401
-    from test_process import PASS_RECORD_END, _child, _exec_child, _genuine_names, _module_snapshot, _names_in
+    from test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
+                              _names_in)
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
-HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py")
+HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(
@@ -171,7 +172,8 @@ def _reap():
             return
 
 
-def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules, known_types=(), binary=None):
+def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules, known_types=(), binary=None,
+              plan_index=0):
     """Fork one test child, wait for it up to the timeout, return the record for the trainer.
 
     With `binary` (C++: an open descriptor of the compiled program), a stdio test execs it instead of running
@@ -196,6 +198,9 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             cpu_seconds = int(-(-timeout // 1))
 
             def program():
+                if kind == "statement" and plan["tests"][plan_index].get("apart"):
+                    genuine = _genuine_names(test_code)
+                    _judged_apart(solution_code, test_code, genuine, known_types, child_fds, cpu_seconds, plan)
                 if binary is not None:
                     _exec_child(binary, child_fds, cpu_seconds, plan.get("memory"))
                 genuine = _genuine_names(test_code) if test_code is not None else {}
@@ -206,6 +211,8 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
 
             os.setpgid(0, 0)
             isolation = plan.get("isolation")
+            if kind == "statement" and plan["tests"][plan_index].get("apart"):
+                program()  # the judge's process: it isolates the program itself
             if isolation:
                 program_isolation.run_isolated(program, result_write, isolation["writable"], isolation["size"],
                                                stdin_fd=stdin_fd if kind == "stdio" else None)
@@ -553,7 +560,8 @@ def _judge_program(plan, source, report, remove=()):
             test_code = compile(test["source"], "<test>", "exec", dont_inherit=True)
         else:
             test_code = None
-        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules, known_types)
+        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules, known_types,
+                           plan_index=index)
         emit(index, record)
         if kind != "stdio" and not record["loaded"]:
             # The solution's top-level code failed or hung; it would do the same before every assert test.

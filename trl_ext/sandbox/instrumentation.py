@@ -5,6 +5,7 @@ a test imports or reaches, which the harness loads before the solution."""
 from __future__ import annotations
 
 import ast
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -115,8 +116,52 @@ def _compared(test: ast.expr) -> ast.expr:
 @lru_cache(maxsize=4096)
 def guarded_expression(source: str) -> str:
     """A value test's expression (the non-literal side of `assert <expr> <op> <literal>`) with every value it
-    computes with guarded as an assert's are (`_ValueGuard`): `abs(f(x) - 3.5)` subtracts plain numbers."""
-    return ast.unparse(ast.fix_missing_locations(_ValueGuard().visit(ast.parse(source, mode="eval"))))
+    computes with guarded as an assert's are (`_ValueGuard`): `abs(f(x) - 3.5)` subtracts plain numbers. An
+    expression that does not parse goes as it is (the harness reports it)."""
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError:
+        return source
+    return ast.unparse(ast.fix_missing_locations(_ValueGuard().visit(tree)))
+
+
+# What a test may use and still be judged apart from the program's process (`judge_side`): no module that
+# would have to be shared with the program (its patched modules, its output, its files, its random state)...
+_SHARED_WITH_THE_PROGRAM = frozenset({
+    "os", "sys", "io", "pathlib", "tempfile", "shutil", "subprocess", "threading", "multiprocessing", "signal",
+    "socket", "random", "contextlib", "builtins", "importlib", "inspect", "gc", "ctypes", "mmap",
+})
+# ...and no name that patches, captures or shares files with it.
+_NAMES_SHARED_WITH_THE_PROGRAM = frozenset({
+    "patch", "mock", "Mock", "MagicMock", "monkeypatch", "capsys", "capfd", "caplog", "tmp_path", "tmpdir",
+    "tmp_path_factory", "open", "input", "print", "exec", "eval", "globals", "__import__", "setattr", "delattr",
+})
+
+
+# Ends the code a dataset format puts before the dataset's own test (its runner: KodCode's pytest stand-in,
+# BigCodeBench's unittest runner); `judged_apart` reads what comes after it.
+RUNNER_END = "# -- end of the trl-ext test runner --"
+
+
+@lru_cache(maxsize=4096)
+def judged_apart(source: str) -> bool:
+    """Whether a statement test can run in the judge's own process, calling the program over a socket
+    (`judge_side`): it imports standard modules only (and the program, as `solution`, and pytest, for which
+    KodCode's runner stands in), none that it would have to share with the program's process, and uses no name
+    that patches, captures or shares files with it; a format's runner before `RUNNER_END` is not read. Other tests
+    run in the program's process, guarded (`test_process`)."""
+    tree = ast.parse(source.rpartition(RUNNER_END)[2])
+    standard = set(sys.stdlib_module_names) - _SHARED_WITH_THE_PROGRAM
+    for name in _imports(tree):
+        top = name.partition(".")[0]
+        if top not in standard and top not in ("solution", "pytest"):
+            return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _NAMES_SHARED_WITH_THE_PROGRAM | _SHARED_WITH_THE_PROGRAM:
+            return False
+        if isinstance(node, ast.Attribute) and node.attr in _NAMES_SHARED_WITH_THE_PROGRAM:
+            return False
+    return True
 
 
 def instrument_checks(source: str) -> str:

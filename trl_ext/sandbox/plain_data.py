@@ -143,7 +143,7 @@ def value_types(value_modules=("datetime",)):
     return found
 
 
-def make_comparisons(known_types):
+def make_comparisons(known_types, opaque_types=()):
     """`compare(left, op, right)`, `truth(value)`, `value(v)` and `trust(cls)` for instrumented test code.
 
     - Plain data (see `encode_value`) is compared as fresh copies: no method of the program runs.
@@ -154,12 +154,14 @@ def make_comparisons(known_types):
     - `value(v)` guards every value an assert computes with (names, calls, attributes, subscripts): plain data
       becomes its plain copy, so arithmetic (`abs(f(x) - y)`) runs on built-in values; a value of a class the
       program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
+    - `opaque_types` (references to objects in the program's process, `judge_side.Remote`) pass `value` as they
+      are, so a test can call or iterate them, and never take part in a comparison or a truth test.
     """
     encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
     heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
     mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
         _FORWARDING_TYPES, NotPlainData
-    is_instance, type_of, any_, object_type = isinstance, type, any, object
+    is_instance, type_of, any_, object_type, opaque_types = isinstance, type, any, object, tuple(opaque_types)
     operators = {
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
         ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
@@ -174,7 +176,7 @@ def make_comparisons(known_types):
 
     def known(item):
         kind = type_of(item)
-        return not is_instance(item, forwarding) and all(cls in known_types or cls is object_type for cls in
+        return not is_instance(item, forwarding + opaque_types) and all(cls in known_types or cls is object_type for cls in
                                                          mro_of(kind))
 
     def answers_itself(item):
@@ -204,6 +206,8 @@ def make_comparisons(known_types):
         plain_item = plain(item)
         if plain_item is not not_plain:
             return plain_item
+        if is_instance(item, opaque_types):
+            return item
         if is_instance(item, forwarding) or answers_itself(item):
             raise refused(f"a value of type {type_of(item).__name__} made by the program is not plain data")
         return item

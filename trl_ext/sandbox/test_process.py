@@ -13,8 +13,11 @@ import signal
 import sys
 
 if __package__:
+    from . import judge_side, program_isolation
     from .plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
+    import judge_side
+    import program_isolation
     from plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
 
 # File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
@@ -279,3 +282,89 @@ def _exec_child(binary_fd, fds, cpu_seconds, memory):
         os.execve(3, ["solution"], os.environ)
     finally:
         os._exit(127)
+
+
+def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_seconds, plan):
+    """Body of a statement test judged outside the program's process (`judge_side`): never returns.
+
+    This process (the judge) runs the test and writes the record; the program runs in a child of its own, in
+    namespaces of its own under bubblewrap, holding only its end of a socket and /dev/null. `fds` as `_child`'s."""
+    os.setpgid(0, 0)
+    result_fd, limit = fds[0], plan["max_value"] + (1 << 16)
+    secret = os.read(fds[1], 64)
+    os.close(fds[1])
+    judge_end, program_end = judge_side.socket_pair()
+    program = os.fork()
+    if program == 0:
+        try:
+            judge_end.close()
+            os.close(result_fd)
+            _run_program_for_judge(solution_code, program_end, plan, cpu_seconds, limit)
+        finally:
+            os._exit(70)
+    program_end.close()
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+
+    def write(data):
+        _write_all(os.write, result_fd, data)
+
+    try:
+        first = judge_end.recv(1, __import__("socket").MSG_PEEK)
+        if first == program_isolation.ISOLATION_FAILED:
+            write(judge_end.recv(300))
+            os._exit(0)
+        started = judge_side._receive(judge_end, limit)
+        if "load_error" in started:
+            write(f"Eload:{started['load_error']}"[:300].encode(errors="replace"))
+            os._exit(0)
+        write(b"L")
+        checks = [0]
+
+        def count_check():
+            checks[0] += 1
+
+        compare, truth, value, trust = make_comparisons(set(known_types), judge_side.OPAQUE_TYPES)
+        test_globals = dict(genuine)
+        test_globals.update({"__name__": "__test__", "__builtins__": dict(builtins.__dict__),
+                             "__trl_ext_check__": count_check, "__trl_ext_compare__": compare,
+                             "__trl_ext_truth__": truth, "__trl_ext_value__": value,
+                             "__trl_ext_trust_comparison__": trust})
+        judge_side.judge_test(judge_end, test_code, test_globals, limit)
+        write(b"P" + secret + b":" + str(checks[0]).encode() + PASS_RECORD_END)
+    except BaseException as error:  # noqa: BLE001 - what the test raised, or the program broke the protocol
+        write(f"Etest:{type(error).__name__}: {str(error)[:200]}".encode(errors="replace")[:300])
+    os._exit(0)
+
+
+def _run_program_for_judge(solution_code, connection, plan, cpu_seconds, limit):
+    """The program's side of a statement test judged apart: load the program, answer the judge's requests."""
+    isolation = plan.get("isolation")
+
+    def program():
+        devnull = os.open(os.devnull, os.O_RDWR)
+        socket_fd = fcntl.fcntl(connection.fileno(), fcntl.F_DUPFD, 10)
+        for source, target in ((devnull, 0), (devnull, 1), (devnull, 2), (socket_fd, _RESULT_FD)):
+            os.dup2(source, target)
+        os.closerange(_RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        if plan.get("memory"):
+            resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
+        channel = __import__("socket").socket(fileno=_RESULT_FD)
+        module = type(sys)("solution")
+        namespace = module.__dict__
+        namespace.update({"__name__": "solution", "__builtins__": builtins})
+        sys.modules["solution"] = module
+        try:
+            exec(solution_code, namespace)  # noqa: S102 - the program, in its own process
+        except BaseException as error:  # noqa: BLE001 - the program's top-level code failed
+            judge_side._send(channel, {"load_error": f"{type(error).__name__}: {str(error)[:200]}"})
+            os._exit(0)
+        judge_side._send(channel, {"ready": True})
+        judge_side.serve_program(channel, namespace, limit, 200_000)
+        os._exit(0)
+
+    if isolation:
+        program_isolation.run_isolated(program, connection.fileno(), isolation["writable"], isolation["size"])
+    program()

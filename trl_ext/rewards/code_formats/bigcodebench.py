@@ -6,6 +6,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+from ...sandbox.instrumentation import RUNNER_END
 from ...sandbox.testing import CodeTest
 from .common import RowTests, _names_test_case, _parse, _text
 
@@ -49,7 +50,7 @@ def __trl_ext_run_unittest__(class_name, method_name):
         raise AssertionError(f"{class_name}.{method_name} did not run to a verdict")
     for _ in range(counted[0]):
         __trl_ext_check__()
-'''
+''' + RUNNER_END + "\n"
 
 
 def unittest_tests(source: str) -> list[CodeTest]:

