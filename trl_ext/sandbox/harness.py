@@ -177,8 +177,11 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     """Fork one test child, wait for it up to the timeout, return the record for the trainer.
 
     With `binary` (C++: an open descriptor of the compiled program), a stdio test execs it instead of running
-    Python code. With `plan["isolation"]`, the test runs in namespaces of its own (`program_isolation`)."""
+    Python code. With `plan["isolation"]`, the test runs in namespaces of its own (`program_isolation`). Kind
+    "values" (`test_code` a list): consecutive value tests in one process, as the datasets' own harnesses run a
+    program's asserts, each with its own timeout; returns a list of records (None: not reached)."""
     timeout, max_output = plan["timeout"], plan["max_output"]
+    count = len(test_code) if kind == "values" else 1
     result_read, result_write = os.pipe()
     nonce_read, nonce_write = os.pipe()
     stdout_read, stdout_write = os.pipe() if kind == "stdio" else (None, None)
@@ -195,7 +198,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     pid = os.fork()
     if pid == 0:
         try:
-            cpu_seconds = int(-(-timeout // 1))
+            cpu_seconds = int(-(-timeout // 1)) * count
 
             def program():
                 if kind == "statement" and plan["tests"][plan_index].get("apart"):
@@ -203,7 +206,9 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
                     _judged_apart(solution_code, test_code, genuine, known_types, child_fds, cpu_seconds, plan)
                 if binary is not None:
                     _exec_child(binary, child_fds, cpu_seconds, plan.get("memory"))
-                genuine = _genuine_names(test_code) if test_code is not None else {}
+                genuine = {}
+                for code in test_code if kind == "values" else [test_code] if test_code is not None else []:
+                    genuine.update(_genuine_names(code))
                 if plan.get("memory"):  # as the sandbox's limit; a reused sandbox allows its compiler more
                     resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
                 _child(kind, solution_code, test_code, genuine, restore_modules, known_types, child_fds, cpu_seconds,
@@ -227,12 +232,13 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
         if fd is not None:
             os.close(fd)
     result, output = bytearray(), bytearray()
-    buffers = {result_read: (result, plan["max_value"] + 512, "value_too_large")}
+    buffers = {result_read: (result, (plan["max_value"] + 512) * count, "value_too_large")}
     if stdout_read is not None:
         buffers[stdout_read] = (output, max_output, "output_limit")
     open_fds = set(buffers)
     deadline = time.monotonic() + timeout
     status = exited_at = reason = None
+    reported = 0
     while open_fds:
         now = time.monotonic()
         if now >= deadline:
@@ -255,6 +261,8 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             if len(buffer) > limit:
                 del buffer[limit:]
                 reason = overflow_reason
+        if kind == "values" and len(_frames(result)[0]) > reported:  # a test answered: the next one's timeout
+            reported, deadline = len(_frames(result)[0]), time.monotonic() + timeout
         if reason:
             break
     if status is None and reason is None:
@@ -279,7 +287,31 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
         return {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": error}
     if binary is not None:
         return _exec_record(bytes(output), status, reason)
+    if kind == "values":
+        return _value_records(bytes(result), status, reason, count)
     return _record(kind, bytes(result), bytes(output), status, reason, nonce)
+
+
+def _frames(data):
+    """The complete length-prefixed frames at the start of `data`, and what follows them."""
+    frames = []
+    while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
+        size = int.from_bytes(data[:4], "big")
+        frames.append(bytes(data[4:4 + size]))
+        data = data[4 + size:]
+    return frames, data
+
+
+def _value_records(result, status, reason, count):
+    """One record per value test of a batch: each answered test's, the one that was running when the process
+    ended (timeout, killed...), and None for those after it (the harness runs them again, each alone)."""
+    if not result.startswith(b"L"):
+        return [_record("value", result, b"", status, reason, b"")] + [None] * (count - 1)
+    frames, rest = _frames(result[1:])
+    records = [_record("value", b"L" + frame, b"", 0, None, b"") for frame in frames[:count]]
+    if len(records) < count:
+        records.append(_record("value", b"L" + rest, b"", status, reason or "exited_early", b""))
+    return records + [None] * (count - len(records))
 
 
 def _exec_record(output, status, reason):
@@ -388,7 +420,7 @@ def _serve(script):
 
             traceback.print_exc()
         finally:
-            _clean_up(plan)
+            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]), _reap)
             report.write(b'{"done": true}\n')
             report.flush()
 
@@ -400,91 +432,6 @@ def _remove_own_files(script):
             os.unlink(os.path.join(directory, name))
         except OSError:
             pass
-
-
-def _clean_up(plan):
-    if _private_pid_namespace(plan["private_pids"]):
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        _reap()
-    for directory in plan.get("scratch", ()):
-        _empty_directory(directory)
-    if plan.get("private_ipc"):
-        _remove_ipc_objects()
-    if plan.get("isolation"):
-        program_isolation.clear_keyrings()
-
-
-def _mount_points():
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as file:
-            return {line.split()[4].replace("\\040", " ") for line in file if len(line.split()) > 4}
-    except OSError:
-        return set()
-
-
-def _empty_directory(directory):
-    """Remove what programs left in `directory`; mount points (the read-only Python installation under a
-    tmpfs home) and the directories leading to them stay."""
-    import shutil
-
-    def writable_and_retry(function, path, _):
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass
-
-    mounts = _mount_points()
-    keep = {os.path.dirname(mount) for mount in mounts}
-    for mount in list(keep):
-        while mount not in ("/", ""):
-            keep.add(mount)
-            mount = os.path.dirname(mount)
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(os.path.abspath(directory), name)
-        if path in mounts:
-            continue
-        if path in keep:
-            _empty_directory(path)
-        elif os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=writable_and_retry)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                writable_and_retry(os.unlink, path, None)
-
-
-def _remove_ipc_objects():
-    """Remove the System V shared memory, semaphores and message queues a program left (private IPC namespace)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-    except (OSError, ImportError):
-        return
-    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
-        try:
-            with open(f"/proc/sysvipc/{kind}", encoding="utf-8") as file:
-                lines = file.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 1:
-                identifier = int(fields[1])
-                if kind == "sem":
-                    remove(identifier, 0, 0)  # IPC_RMID = 0
-                else:
-                    remove(identifier, 0, None)
 
 
 def _judge_program(plan, source, report, remove=()):
@@ -548,26 +495,39 @@ def _judge_program(plan, source, report, remove=()):
     _refuse_signal_handlers()
     restore_modules = _module_snapshot(drop_if_new=not_loaded)
     known_types = _known_types()
-    skip_reason = None
+    skip_reason, batched = None, _batch_values(tests, solution_code, plan, restore_modules, known_types)
     for index, test in enumerate(tests):
         kind = test["kind"]
         if skip_reason is not None:
             emit(index, {"status": "failed", "reason": "not_run", "error": skip_reason})
             continue
-        if kind == "value":
+        if batched.get(index) is not None:
+            record = batched[index]
+        elif kind == "value":
             test_code = compile(test["source"], "<test>", "eval", dont_inherit=True)
         elif kind == "statement":
             test_code = compile(test["source"], "<test>", "exec", dont_inherit=True)
         else:
             test_code = None
-        record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules, known_types,
-                           plan_index=index)
+        if batched.get(index) is None:
+            record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules,
+                               known_types, plan_index=index)
         emit(index, record)
         if kind != "stdio" and not record["loaded"]:
             # The solution's top-level code failed or hung; it would do the same before every assert test.
             skip_reason = "the solution's top-level code failed: " + record.get("error", record.get("reason", ""))
         elif plan["stop_on_failure"] and record["status"] == "failed":
             skip_reason = "an earlier test failed (all-or-nothing scoring)"
+
+
+def _batch_values(tests, solution_code, plan, restore_modules, known_types):
+    """Records of the program's value tests, run together in one process (`_run_test` kind "values"), by index."""
+    indices = [index for index, test in enumerate(tests) if test["kind"] == "value"]
+    if len(indices) < 2:
+        return {}
+    codes = [compile(tests[index]["source"], "<test>", "eval", dont_inherit=True) for index in indices]
+    records = _run_test("values", solution_code, codes, "", plan, restore_modules, known_types)
+    return dict(zip(indices, records))
 
 
 _KNOWN_TYPES = [frozenset(), frozenset()]  # (the modules loaded then, the classes found): this process runs no program

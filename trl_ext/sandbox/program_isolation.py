@@ -238,3 +238,90 @@ def clear_keyrings():
     persistent = _keyctl(22, -1, 0)  # KEYCTL_GET_PERSISTENT for this uid, linked nowhere
     if persistent > 0:
         _keyctl(7, persistent)
+
+
+def clean_up_between_programs(plan, private_pids, reap):
+    """After each program of a reused sandbox: kill every other process (in a private PID namespace), empty the
+    harness's scratch directories, remove System V IPC objects and empty the shared keyrings."""
+    if private_pids:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        reap()
+    for directory in plan.get("scratch", ()):
+        _empty_directory(directory)
+    if plan.get("private_ipc"):
+        _remove_ipc_objects()
+    if plan.get("isolation"):
+        clear_keyrings()
+
+
+def _mount_points():
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as file:
+            return {line.split()[4].replace("\\040", " ") for line in file if len(line.split()) > 4}
+    except OSError:
+        return set()
+
+
+def _empty_directory(directory):
+    """Remove what programs left in `directory`; mount points (the read-only Python installation under a
+    tmpfs home) and the directories leading to them stay."""
+    import shutil
+
+    def writable_and_retry(function, path, _):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+
+    mounts = _mount_points()
+    keep = {os.path.dirname(mount) for mount in mounts}
+    for mount in list(keep):
+        while mount not in ("/", ""):
+            keep.add(mount)
+            mount = os.path.dirname(mount)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(os.path.abspath(directory), name)
+        if path in mounts:
+            continue
+        if path in keep:
+            _empty_directory(path)
+        elif os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=writable_and_retry)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                writable_and_retry(os.unlink, path, None)
+
+
+def _remove_ipc_objects():
+    """Remove the System V shared memory, semaphores and message queues a program left (private IPC namespace)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, ImportError):
+        return
+    for kind, remove in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="utf-8") as file:
+                lines = file.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 1:
+                identifier = int(fields[1])
+                if kind == "sem":
+                    remove(identifier, 0, 0)  # IPC_RMID = 0
+                else:
+                    remove(identifier, 0, None)

@@ -228,6 +228,20 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 if len(payload) > max_value_bytes:
                     raise unencodable(f"value larger than {max_value_bytes} bytes")
                 write_all(write, result_fd, b"V" + payload)
+            elif kind == "values":  # one length-prefixed frame per test, in order
+                for code in test_code:
+                    try:
+                        payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
+                        if len(payload) > max_value_bytes:
+                            payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
+                    except unencodable as error:
+                        payload = f"U{error}".encode(errors="replace")[:300]
+                    except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
+                        try:
+                            payload = f"Etest:{type(error).__name__}: {error}".encode(errors="replace")[:300]
+                        except BaseException:
+                            payload = f"Etest:{type(error).__name__}".encode()
+                    write_all(write, result_fd, len(payload).to_bytes(4, "big") + payload)
             elif kind == "statement":
                 exec_(test_code, test_globals)
                 count = str(checks[0]).encode()

@@ -150,7 +150,8 @@ def run_code_tests(
     reuse: bool = False,
     precompiled_headers: bool = True,
 ) -> CodeTestReport:
-    """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds.
+    """Run `code` against `tests` in one sandbox run, each test in its own process with `timeout` seconds (the
+    tests against a literal together in one, each still with its own timeout, as the datasets' harnesses run them).
 
     `max_output` caps each test's stdout (stdin/stdout tests). With `stop_on_failure` the harness skips the
     remaining tests after one fails in the sandbox (exception, timeout), as all-or-nothing scoring allows.
