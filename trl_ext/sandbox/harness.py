@@ -493,7 +493,7 @@ def _judge_program(plan, source, report, remove=()):
             if name in imported:
                 not_loaded.append(name)
     _refuse_signal_handlers()
-    restore_modules = _module_snapshot(drop_if_new=not_loaded)
+    restore_modules = _snapshot(not_loaded)
     known_types = _known_types()
     skip_reason, batched = None, _batch_values(tests, solution_code, plan, restore_modules, known_types)
     for index, test in enumerate(tests):
@@ -528,6 +528,18 @@ def _batch_values(tests, solution_code, plan, restore_modules, known_types):
     codes = [compile(tests[index]["source"], "<test>", "eval", dont_inherit=True) for index in indices]
     records = _run_test("values", solution_code, codes, "", plan, restore_modules, known_types)
     return dict(zip(indices, records))
+
+
+_SNAPSHOT = [None, None]  # (the modules loaded then and those to drop, the restore function)
+
+
+def _snapshot(not_loaded):
+    """`_module_snapshot(drop_if_new=not_loaded)`, taken again only when this process loaded other modules since:
+    it never runs a program, so nothing else changes what the modules hold."""
+    key = (frozenset(sys.modules), tuple(sorted(not_loaded)))
+    if _SNAPSHOT[0] != key:
+        _SNAPSHOT[:] = [key, _module_snapshot(drop_if_new=not_loaded)]
+    return _SNAPSHOT[1]
 
 
 _KNOWN_TYPES = [frozenset(), frozenset()]  # (the modules loaded then, the classes found): this process runs no program

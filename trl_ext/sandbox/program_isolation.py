@@ -78,11 +78,18 @@ def available():
     return False
 
 
-def _mounts_below(directory):
-    """Mount points strictly below `directory`, outermost first, as /proc/self/mountinfo lists them."""
+def _mount_points():
+    """Every mount point this process sees (none without /proc)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as file:
+            return {line.split()[4].encode().decode("unicode_escape") for line in file if len(line.split()) > 4}
+    except OSError:
+        return set()
+
+
+def _mounts_below(directory, points):
+    """Mount points strictly below `directory`, outermost first, of `points` (`_mount_points`)."""
     prefix = directory.rstrip("/") + "/"
-    with open("/proc/self/mountinfo", encoding="utf-8") as file:
-        points = {line.split()[4].encode().decode("unicode_escape") for line in file if len(line.split()) > 4}
     kept = []
     for point in sorted(p for p in points if p.startswith(prefix)):
         if not any(point.startswith(outer + "/") for outer in kept):
@@ -90,9 +97,9 @@ def _mounts_below(directory):
     return kept
 
 
-def _cover(directory, size):
+def _cover(directory, size, points):
     """A new, empty, size-capped tmpfs on `directory`; the mounts that were below it are bound again."""
-    below = _mounts_below(directory)
+    below = _mounts_below(directory, points)
     old = os.open(directory, os.O_PATH | os.O_DIRECTORY)
     try:
         _mount("tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
@@ -132,8 +139,9 @@ def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
     covered = [d for d in writable if os.path.isdir(d) and d != "/dev/shm"]
     if keep_working_directory:
         covered = [d for d in covered if os.path.realpath(d) != os.path.realpath(working_directory)]
+    points = _mount_points()
     for directory in sorted(covered, key=len):
-        _cover(directory, size)
+        _cover(directory, size, points)
     _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size, stdin)
     _mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
     os.chdir(working_directory)  # the new tmpfs, not the directory it covers
@@ -249,20 +257,16 @@ def clean_up_between_programs(plan, private_pids, reap):
         except ProcessLookupError:
             pass
         reap()
+    if plan.get("isolation"):
+        # Programs wrote only in places of their own, gone with them: what is left is the compiler's output in
+        # the working directory, and the keyrings every process of the uid shares.
+        _empty_directory(os.getcwd())
+        clear_keyrings()
+        return
     for directory in plan.get("scratch", ()):
         _empty_directory(directory)
     if plan.get("private_ipc"):
         _remove_ipc_objects()
-    if plan.get("isolation"):
-        clear_keyrings()
-
-
-def _mount_points():
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as file:
-            return {line.split()[4].replace("\\040", " ") for line in file if len(line.split()) > 4}
-    except OSError:
-        return set()
 
 
 def _empty_directory(directory):
