@@ -1,0 +1,118 @@
+"""Statement tests judged in the judge's own process (`trl_ext.sandbox.judge_side`): what a test does with the
+program's functions and objects works as it does in one process, and which tests run apart. Real sandbox runs,
+under every isolating backend, fresh and reused."""
+
+from __future__ import annotations
+
+import pytest
+from sandbox_helpers import ISOLATING_BACKENDS, backend_id
+
+from trl_ext.rewards.code import CodeReward
+from trl_ext.rewards.code_formats.bigcodebench import unittest_tests
+from trl_ext.rewards.code_formats.kodcode import pytest_tests
+from trl_ext.sandbox.instrumentation import judged_apart
+from trl_ext.sandbox.testing import close_servers
+
+BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
+
+PROGRAM = """
+def sort_in_place(values):
+    values.sort()
+
+def count_up(n):
+    for i in range(n):
+        yield i
+
+class Counter:
+    def __init__(self, start):
+        self.value = start
+    def add(self, amount):
+        self.value += amount
+        return self.value
+
+def apply(function, value):
+    return function(value)
+
+def refuse(x):
+    if x < 0:
+        raise ValueError("negative")
+    return x
+
+def pairs(words):
+    return {word: len(word) for word in words}
+"""
+
+# Each test with a right verdict for PROGRAM, and the reason it exercises.
+TESTS = {
+    "an argument changed in place is seen changed": "def check(f):\n    xs = [3, 1, 2]\n    f(xs)\n    assert xs == [1, 2, 3]\ncheck(sort_in_place)",
+    "a generator is iterated": "assert list(count_up(3)) == [0, 1, 2]\nassert sum(count_up(4)) == 6",
+    "an object of the program keeps its state": "c = Counter(1)\nassert c.add(2) == 3\nassert c.add(4) == 7\nassert c.value == 7",
+    "a function of the test is called back": "assert apply(lambda v: v * 10, 4) == 40\nassert sorted(['bb', 'a'], key=len) == ['a', 'bb']",
+    "the program's exception is the built-in one": "try:\n    refuse(-1)\n    raise AssertionError('no exception')\nexcept ValueError as error:\n    assert 'negative' in str(error)\nassert refuse(2) == 2",
+    "a dict comes back as plain data": "assert pairs(['ab', 'c']) == {'ab': 2, 'c': 1}",
+}
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["fresh", "reused"])
+def reward(backend, request):
+    reward = CodeReward(timeout=2.0, memory_mb=256, isolation=backend, reuse_sandbox=request.param)
+    yield reward
+    close_servers(reward.sandbox)
+
+
+def test_each_test_here_is_judged_apart():
+    assert all(judged_apart(source) for source in TESTS.values())
+
+
+@pytest.mark.parametrize("name", list(TESTS))
+def test_a_right_program_passes_as_in_one_process(name, reward):
+    report = reward.evaluate("```python\n" + PROGRAM + "```", [TESTS[name]])
+    assert [outcome.status for outcome in report.outcomes] == ["passed"], report
+
+
+def test_an_object_of_the_program_never_equals_a_value_of_the_test(reward):
+    # Judged apart, a reference to the program's object compares by identity only, whatever its class says.
+    program = "class Same:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\ndef make():\n    return Same()\n"
+    report = reward.evaluate("```python\n" + program + "```", ["def check(f):\n    assert f() == 1\ncheck(make)"])
+    assert not report.outcomes[0].passed
+
+
+def test_a_program_that_breaks_the_conversation_fails_the_test(reward):
+    # Ending its process, or writing on the socket itself, makes the test fail; a test's `except Exception`
+    # cannot swallow it.
+    for program in ("import os\ndef f(x):\n    os._exit(0)\n",
+                    "import os\ndef f(x):\n    os.write(3, b'\\x00\\x00\\x00\\x02{}')\n    return x\n"):
+        test = "def check(g):\n    try:\n        g(1)\n    except Exception:\n        pass\n    assert True is not False\ncheck(f)"
+        report = reward.evaluate("```python\n" + program + "```", [test])
+        assert not report.outcomes[0].passed, program
+
+
+@pytest.mark.parametrize(
+    ("source", "apart"),
+    [
+        ("def check(candidate):\n    assert candidate(1) == 2\ncheck(f)", True),
+        ("import math\nassert math.isclose(f(2), 4.0)", True),
+        ("from solution import f\ndef test_f():\n    assert f(1) == 2", True),
+        ("import numpy as np\nassert np.allclose(f(1), 2)", False),  # an installed package: in the program's process
+        ("import random\nrandom.seed(0)\nassert f() == 4", False),  # random state shared with the program
+        ("def test_f(capsys):\n    f()\n    assert capsys.readouterr().out == 'x'", False),  # captures its output
+        ("def test_f(tmp_path):\n    assert f(tmp_path) == 1", False),  # shares files with it
+        ("from unittest.mock import patch\n@patch('os.listdir')\ndef test_f(listdir):\n    f()", False),
+        ("import sys\nsys.setrecursionlimit(10000)\nassert f(5000) == 1", False),
+    ],
+)
+def test_which_tests_are_judged_apart(source, apart):
+    assert judged_apart(source) is apart
+
+
+def test_format_runners_are_not_read_when_deciding():
+    kodcode = pytest_tests("import pytest\nfrom solution import mean\n\ndef test_mean():\n    assert mean([1, 3]) == pytest.approx(2)\n")
+    bigcodebench = unittest_tests("import unittest\nclass TestCases(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(task_func(1), 2)\n")
+    mocked = unittest_tests("import unittest\nfrom unittest.mock import patch\nclass TestCases(unittest.TestCase):\n    @patch('os.listdir')\n    def test_one(self, listdir):\n        task_func()\n")
+    assert judged_apart(kodcode[0].source) and judged_apart(bigcodebench[0].source)
+    assert not judged_apart(mocked[0].source)
