@@ -373,7 +373,8 @@ def test_gspo_token_with_sequence_advantage_has_gspo_gradient(trainers, batch_sp
     # Both models load the same weights, so the same batch gives the same π_θ.
     loss, grads = trainer_loss_and_grads(gspo, make_batch(gspo.model, **batch_spec))
     token_loss, token_grads = trainer_loss_and_grads(gspo_token, make_batch(gspo_token.model, **batch_spec))
-    assert token_loss.item() == pytest.approx(loss.item(), rel=1e-6, abs=1e-8)
+    # Equal in exact arithmetic; float32 sums in another order differ by a few ulps (as in the test above).
+    assert token_loss.item() == pytest.approx(loss.item(), rel=1e-5, abs=1e-7)
     assert_same_gradients(token_grads, grads)
 
 
