@@ -13,7 +13,7 @@ from sandbox_helpers import ISOLATING_BACKENDS, backend_id
 from trl_ext.rewards.code import CodeReward
 from trl_ext.sandbox.testing import close_servers
 
-TIMEOUT = 3.0  # per test: a right program touching 200 MB must finish on a loaded 2-core CI machine
+TIMEOUT = 2.0  # per test: a right program touching 200 MB must finish on a loaded 2-core CI machine
 BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
 
 
