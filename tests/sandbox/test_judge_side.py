@@ -116,3 +116,13 @@ def test_format_runners_are_not_read_when_deciding():
     mocked = unittest_tests("import unittest\nfrom unittest.mock import patch\nclass TestCases(unittest.TestCase):\n    @patch('os.listdir')\n    def test_one(self, listdir):\n        task_func()\n")
     assert judged_apart(kodcode[0].source) and judged_apart(bigcodebench[0].source)
     assert not judged_apart(mocked[0].source)
+
+
+def test_a_large_input_reaches_stdin_and_dev_stdin(reward):
+    # The program's /dev is a small tmpfs of its own: it holds `/dev/stdin`, however large the test's input is.
+    numbers = " ".join(str(i) for i in range(400_000))  # about 2.6 MB
+    tests = [{"input": numbers, "output": str(sum(range(400_000)))}]
+    for program in ("import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+                    "print(sum(map(int, open('/dev/stdin').read().split())))\n"):
+        report = reward.evaluate("```python\n" + program + "```", tests)
+        assert [outcome.status for outcome in report.outcomes] == ["passed"], report

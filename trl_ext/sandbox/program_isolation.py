@@ -115,7 +115,7 @@ def _fresh_dev(staging, size, stdin):
     """A new read-only /dev holding the usual device nodes (bound from the old one), `/dev/stdin` (a file holding
     the test's input: there is no /proc for the usual link to it) and a new /dev/shm."""
     os.mkdir(staging)
-    _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NOEXEC, f"size={(64 << 10) + len(stdin)},mode=755")
     for name in _DEVICES:
         if os.path.exists("/dev/" + name):
             open(os.path.join(staging, name), "w").close()
@@ -148,7 +148,8 @@ def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
 
 
 def drop_capabilities():
-    """Give up every capability for good (bounding set, ambient, effective/permitted/inheritable), and setuid."""
+    """Give up every capability (bounding set, ambient, effective/permitted/inheritable), and any way back to one
+    (`no_new_privs`: no setuid or file capability takes effect)."""
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     for capability in range(64):
