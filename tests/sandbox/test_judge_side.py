@@ -126,3 +126,12 @@ def test_a_large_input_reaches_stdin_and_dev_stdin(reward):
                     "print(sum(map(int, open('/dev/stdin').read().split())))\n"):
         report = reward.evaluate("```python\n" + program + "```", tests)
         assert [outcome.status for outcome in report.outcomes] == ["passed"], report
+
+
+def test_a_program_cannot_end_the_tests_loop_early(reward):
+    # In one process, StopIteration raised by the tested function ends `map` early and `all(...)` holds; judged
+    # apart it comes back as an error of the program's.
+    program = "def square(x):\n    raise StopIteration\n"
+    test = "def check(f):\n    assert all(map(lambda x: f(x) == x * x, [2, 3]))\ncheck(square)"
+    report = reward.evaluate("```python\n" + program + "```", [test])
+    assert not report.outcomes[0].passed

@@ -198,8 +198,13 @@ class _Callback:
         return self._local(reply["ok"])
 
 
+# Raised from a call, these would end the test's loop early instead (`all(map(candidate, cases))` is True when the
+# program raises StopIteration at once): they come back as `ProgramError`.
+_ENDING_ITERATION = frozenset({"StopIteration", "StopAsyncIteration"})
+
+
 def _builtin_exception(kind, text):
-    cls = getattr(builtins, kind, None) if kind else None
+    cls = getattr(builtins, kind, None) if kind and kind not in _ENDING_ITERATION else None
     if isinstance(cls, type) and issubclass(cls, Exception):
         return cls(text)
     return ProgramError(f"{kind or 'exception'}: {text}")
