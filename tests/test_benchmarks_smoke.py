@@ -116,3 +116,11 @@ def test_code_sandbox_side_by_side_measures_every_path():
         rows = code_sandbox.side_by_side("auto", program, batch=2, workers=2, repeats=1)
         assert [row["path"] for row in rows] == paths and rows[0]["sequential_ratio_to_fresh"] == 1.0
         assert all(row["sequential_runs_per_s"] > 0 and row["parallel_runs_per_s"] > 0 for row in rows)
+
+
+def test_code_sandbox_floor_compares_judging_with_a_bare_interpreter():
+    import code_sandbox
+
+    floor = code_sandbox.bare_interpreter_floor(batch=2, repeats=1)
+    assert floor["bare_python_programs_per_s"] > 0 and floor["judged_programs_per_s"] > 0
+    assert floor["ratio_judged_to_bare"] == floor["judged_programs_per_s"] / floor["bare_python_programs_per_s"]
