@@ -75,11 +75,13 @@ def _compile(spec, private_pids, isolation=None):
     "seconds", "diagnostics"}`. With `isolation`, in namespaces of its own as a program (the source is untrusted:
     `#include "/proc/1/fd/0"` must find nothing), except that it writes its output in the working directory."""
     output_read, output_write = os.pipe()
+    failure_read, failure_write = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, 0)
+            os.close(failure_read)
 
             def compiler():
                 devnull = os.open(os.devnull, os.O_RDONLY)  # `#include </dev/stdin>` reads nothing
@@ -96,7 +98,7 @@ def _compile(spec, private_pids, isolation=None):
                     os.write(1, f"cannot start the compiler: {error}".encode())
 
             if isolation:
-                program_isolation.run_isolated(compiler, output_write, isolation["writable"], isolation["size"],
+                program_isolation.run_isolated(compiler, failure_write, isolation["writable"], isolation["size"],
                                                keep_working_directory=True)
             compiler()
         finally:
@@ -136,7 +138,7 @@ def _compile(spec, private_pids, isolation=None):
     _reap()
     os.close(output_read)
     ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    isolation_failed = diagnostics.startswith(program_isolation.ISOLATION_FAILED) and not ok
+    isolation_failed = _isolation_failure(failure_read, failure_write) is not None
     return {
         "status": "ok" if ok else "compile_timeout" if timed_out else "isolation_unavailable" if isolation_failed
         else "compile_error",
@@ -195,15 +197,18 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     os.write(nonce_write, nonce)  # 32 bytes fit in the pipe; the child reads them before the solution runs
     os.close(nonce_write)
     child_fds = (result_write, nonce_read, stdin_fd, stdout_write)
+    failure_read, failure_write = os.pipe()  # held by the isolating process alone (`program_isolation`)
     pid = os.fork()
     if pid == 0:
         try:
+            os.close(failure_read)
             cpu_seconds = int(-(-timeout // 1)) * count
 
             def program():
                 if kind == "statement" and plan["tests"][plan_index].get("apart"):
                     genuine = _genuine_names(test_code)
-                    _judged_apart(solution_code, test_code, genuine, known_types, child_fds, cpu_seconds, plan)
+                    _judged_apart(solution_code, test_code, genuine, known_types, child_fds, cpu_seconds, plan,
+                                  failure_write)
                 if binary is not None:
                     _exec_child(binary, child_fds, cpu_seconds, plan.get("memory"))
                 genuine = {}
@@ -219,7 +224,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             if kind == "statement" and plan["tests"][plan_index].get("apart"):
                 program()  # the judge's process: it isolates the program itself
             if isolation:
-                program_isolation.run_isolated(program, result_write, isolation["writable"], isolation["size"],
+                program_isolation.run_isolated(program, failure_write, isolation["writable"], isolation["size"],
                                                stdin_fd=stdin_fd if kind == "stdio" else None)
             program()
         finally:
@@ -282,14 +287,30 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     _reap()
     for fd in buffers:
         os.close(fd)
-    if result.startswith(program_isolation.ISOLATION_FAILED):
-        error = bytes(result[1:]).decode(errors="replace")
-        return {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": error}
+    failure = _isolation_failure(failure_read, failure_write)
+    if failure is not None:
+        record = {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": failure}
+        return [record] * count if kind == "values" else record
     if binary is not None:
         return _exec_record(bytes(output), status, reason)
     if kind == "values":
         return _value_records(bytes(result), status, reason, count)
     return _record(kind, bytes(result), bytes(output), status, reason, nonce)
+
+
+def _isolation_failure(failure_read, failure_write):
+    """The reason the namespaces could not be made, or None; closes the failure pipe (see `run_isolated`)."""
+    os.close(failure_write)
+    os.set_blocking(failure_read, False)
+    try:
+        data = os.read(failure_read, 512)
+    except BlockingIOError:
+        data = b""
+    finally:
+        os.close(failure_read)
+    if not data.startswith(program_isolation.ISOLATION_FAILED):
+        return None
+    return data[1:].decode(errors="replace")
 
 
 def _frames(data):

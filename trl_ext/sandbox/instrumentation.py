@@ -143,6 +143,9 @@ _NAMES_SHARED_WITH_THE_PROGRAM = frozenset({
 RUNNER_END = "# -- end of the trl-ext test runner --"
 
 
+_SHARED_NAMES_OR_MODULES = _NAMES_SHARED_WITH_THE_PROGRAM | _SHARED_WITH_THE_PROGRAM
+
+
 @lru_cache(maxsize=4096)
 def judged_apart(source: str) -> bool:
     """Whether a statement test can run in the judge's own process, calling the program over a socket
@@ -157,7 +160,7 @@ def judged_apart(source: str) -> bool:
         if top not in standard and top not in ("solution", "pytest"):
             return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in _NAMES_SHARED_WITH_THE_PROGRAM | _SHARED_WITH_THE_PROGRAM:
+        if isinstance(node, ast.Name) and node.id in _SHARED_NAMES_OR_MODULES:
             return False
         if isinstance(node, ast.Attribute) and node.attr in _NAMES_SHARED_WITH_THE_PROGRAM:
             return False

@@ -22,7 +22,6 @@ files) are judged inside it instead (`test_process`); `trl_ext.sandbox.instrumen
 
 import builtins
 import json
-import socket
 import struct
 import sys
 
@@ -402,7 +401,3 @@ def judge_test(connection, test_code, test_globals, limit):
     sys.modules["solution"] = solution
     exec(test_code, test_globals)  # noqa: S102 - the dataset's test, in the judge's process
 
-
-def socket_pair():
-    judge, program = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    return judge, program

@@ -37,8 +37,8 @@ PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL =
 PR_SET_DUMPABLE = 4
 _KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-# Written on the test's result pipe by C when the namespaces cannot be made: the harness then reports the test
-# as not judged (never run without them).
+# Written by C on its failure pipe (which only C holds: closed before anything of the program starts) when the
+# namespaces cannot be made: the harness then reports the test as not judged (never run without them).
 ISOLATION_FAILED = b"X"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -192,10 +192,11 @@ def _init(program_pid):
             os._exit(_exit_code(status))  # and the kernel kills the rest of the namespace
 
 
-def run_isolated(body, result_fd, writable, size, keep_working_directory=False, stdin_fd=None):
+def run_isolated(body, failure_fd, writable, size, keep_working_directory=False, stdin_fd=None):
     """In a child the harness forked for one program: run `body()` (which never returns) in namespaces of its
     own, without capabilities, and exit as it did. Never returns. When the namespaces cannot be made, writes
-    `ISOLATION_FAILED` and the reason on `result_fd` and exits: no program runs without them. `stdin_fd`, a
+    `ISOLATION_FAILED` and the reason on `failure_fd` and exits: no program runs without them. `failure_fd` is
+    closed before the program starts, so a program cannot claim a failure of its own isolation. `stdin_fd`, a
     descriptor of the test's input, is replaced by `/dev/stdin`, the file holding the same input."""
     try:
         stdin = b""
@@ -208,9 +209,10 @@ def run_isolated(body, result_fd, writable, size, keep_working_directory=False, 
             os.close(reopened)
     except OSError as error:
         try:
-            os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
+            os.write(failure_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
         finally:
             os._exit(71)
+    os.close(failure_fd)
     init = os.fork()
     if init == 0:
         try:
@@ -219,9 +221,8 @@ def run_isolated(body, result_fd, writable, size, keep_working_directory=False, 
                 try:
                     _keyctl(1, 0)  # KEYCTL_JOIN_SESSION_KEYRING: a new, empty session keyring of its own
                     drop_capabilities()
-                except OSError as error:
-                    os.write(result_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
-                    os._exit(71)
+                except OSError:
+                    os._exit(71)  # never runs with a capability: the test fails
                 body()
                 os._exit(70)
             _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import sys
 
 if __package__:
@@ -298,35 +299,33 @@ def _exec_child(binary_fd, fds, cpu_seconds, memory):
         os._exit(127)
 
 
-def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_seconds, plan):
+def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_seconds, plan, failure_fd):
     """Body of a statement test judged outside the program's process (`judge_side`): never returns.
 
     This process (the judge) runs the test and writes the record; the program runs in a child of its own, in
-    namespaces of its own under bubblewrap, holding only its end of a socket and /dev/null. `fds` as `_child`'s."""
+    namespaces of its own under bubblewrap, holding only its end of a socket and /dev/null. `fds` as `_child`'s;
+    `failure_fd` is where the isolating process reports namespaces it could not make (`run_isolated`)."""
     os.setpgid(0, 0)
     result_fd, limit = fds[0], plan["max_value"] + (1 << 16)
     secret = os.read(fds[1], 64)
     os.close(fds[1])
-    judge_end, program_end = judge_side.socket_pair()
+    judge_end, program_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     program = os.fork()
     if program == 0:
         try:
             judge_end.close()
             os.close(result_fd)
-            _run_program_for_judge(solution_code, program_end, plan, cpu_seconds, limit)
+            _run_program_for_judge(solution_code, program_end, plan, cpu_seconds, limit, failure_fd)
         finally:
             os._exit(70)
     program_end.close()
+    os.close(failure_fd)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
 
     def write(data):
         _write_all(os.write, result_fd, data)
 
     try:
-        first = judge_end.recv(1, __import__("socket").MSG_PEEK)
-        if first == program_isolation.ISOLATION_FAILED:
-            write(judge_end.recv(300))
-            os._exit(0)
         started = judge_side._receive(judge_end, limit)
         if "load_error" in started:
             write(f"Eload:{started['load_error']}"[:300].encode(errors="replace"))
@@ -350,7 +349,7 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
     os._exit(0)
 
 
-def _run_program_for_judge(solution_code, connection, plan, cpu_seconds, limit):
+def _run_program_for_judge(solution_code, connection, plan, cpu_seconds, limit, failure_fd):
     """The program's side of a statement test judged apart: load the program, answer the judge's requests."""
     isolation = plan.get("isolation")
 
@@ -365,7 +364,7 @@ def _run_program_for_judge(solution_code, connection, plan, cpu_seconds, limit):
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         if plan.get("memory"):
             resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
-        channel = __import__("socket").socket(fileno=_RESULT_FD)
+        channel = socket.socket(fileno=_RESULT_FD)
         module = type(sys)("solution")
         namespace = module.__dict__
         namespace.update({"__name__": "solution", "__builtins__": builtins})
@@ -380,5 +379,6 @@ def _run_program_for_judge(solution_code, connection, plan, cpu_seconds, limit):
         os._exit(0)
 
     if isolation:
-        program_isolation.run_isolated(program, connection.fileno(), isolation["writable"], isolation["size"])
+        program_isolation.run_isolated(program, failure_fd, isolation["writable"], isolation["size"])
+    os.close(failure_fd)
     program()
