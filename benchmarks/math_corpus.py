@@ -112,7 +112,7 @@ def math_verify_sdist(version: str | None = None, cache: Path | None = None) -> 
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--dest", download,
                    "--quiet", f"math-verify=={version}"]  # fmt: skip
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             done = None
         tarballs = sorted(Path(download).glob("*.tar.gz"))
@@ -133,7 +133,7 @@ def math_verify_sdist(version: str | None = None, cache: Path | None = None) -> 
                 return found[0]
             shutil.rmtree(target)
         staged.rename(target)
-    return sorted(target.glob("*.tar.gz"))[0]
+    return min(target.glob("*.tar.gz"))
 
 
 def _test_sources(sdist: Path) -> dict[str, str]:
@@ -170,7 +170,7 @@ def _literal(node: ast.AST):
     except ValueError:
         pass
     if not isinstance(node, ast.JoinedStr):
-        raise ValueError(f"unsupported test argument {ast.dump(node)[:120]}")
+        raise ValueError(f"unsupported test argument {ast.dump(node)[:120]}")  # noqa: TRY004
     parts = []
     for value in node.values:
         if isinstance(value, ast.Constant):
@@ -265,7 +265,10 @@ def states_its_answer(prediction: str) -> bool:
 
     if boxed_spans(prediction):
         return True
-    anchored = [LatexExtractionConfig(try_extract_without_anchor=False), ExprExtractionConfig(try_extract_without_anchor=False)]
+    anchored = [
+        LatexExtractionConfig(try_extract_without_anchor=False),
+        ExprExtractionConfig(try_extract_without_anchor=False),
+    ]
     if parse(prediction, anchored):
         return True
     outside = re.sub(r"\s*\b(?:percent|percentage|pct)\b", "", _MATH_SPAN.sub(" 0 ", prediction))
@@ -323,6 +326,7 @@ def load_answer_forms() -> list[dict]:
                         "right": right,
                         "category": entry["class"],
                         "form": entry["form"],
+                        "before_rules": entry.get("before_rules", False),
                     }
                 )
     return rows
@@ -475,9 +479,16 @@ def answer_forms_scores(rows: list[dict], verdicts: list[bool | None]) -> dict:
         return {"right": len(right), "wrong": len(wrong), "recall": recall, "false_positives": sum(wrong)}
 
     classes = sorted({row["category"] for row in rows})
+    before = [i for i, row in enumerate(rows) if row.get("before_rules")]
     return {
         "all": scores(list(range(len(rows)))),
         "by_class": {name: scores([i for i, row in enumerate(rows) if row["category"] == name]) for name in classes},
+        # The rows written before the rules for their forms: recall on forms no rule was fitted to.
+        "before_rules": scores(before) if before else None,
+        "before_rules_by_class": {
+            name: scores([i for i in before if rows[i]["category"] == name])
+            for name in sorted({rows[i]["category"] for i in before})
+        },
         "right_rejected": [
             {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
             for row, verdict in zip(rows, verdicts)
@@ -497,21 +508,26 @@ def answer_forms_report(format_table: Callable) -> dict:
     verifiers = {**VERIFIERS, "plain math-verify, reference in $…$": plain_math_verify_wrapped_verdict}
     results = {name: answer_forms_scores(rows, row_verdicts(rows, verdict)) for name, verdict in verifiers.items()}
     ours = results["math (trl_ext)"]
-    print(f"\nanswer forms: {len(rows)} completions for {len({(r['reference'], r['question']) for r in rows})} "
-          f"references ({ours['all']['right']} right, {ours['all']['wrong']} wrong); recall / wrong accepted:\n")
+    print(
+        f"\nanswer forms: {len(rows)} completions for {len({(r['reference'], r['question']) for r in rows})} "
+        f"references ({ours['all']['right']} right, {ours['all']['wrong']} wrong); recall / wrong accepted:\n"
+    )
     print(format_table(
         ["class", "right", "wrong", *verifiers],
         [[name, ours["by_class"][name]["right"], ours["by_class"][name]["wrong"],
           *(f"{results[v]['by_class'][name]['recall']:.1%} / {results[v]['by_class'][name]['false_positives']}"
             for v in verifiers)] for name in ours["by_class"]]
-        + [["all", ours["all"]["right"], ours["all"]["wrong"],
-            *(f"{results[v]['all']['recall']:.1%} / {results[v]['all']['false_positives']}" for v in verifiers)]],
+        + [[part, ours[key]["right"], ours[key]["wrong"],
+            *(f"{results[v][key]['recall']:.1%} / {results[v][key]['false_positives']}" for v in verifiers)]
+           for part, key in (("all", "all"), ("written before the rules", "before_rules")) if ours[key]],
     ))  # fmt: skip
     for miss in ours["right_rejected"]:
         print(f"  `math` rejects [{miss['class']}] {miss['reference']!r}  <-  {miss['completion'][-80:]!r}")
     for accepted in ours["wrong_accepted"]:
-        print(f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  "
-              f"{accepted['completion'][-80:]!r}")
+        print(
+            f"  `math` accepts a wrong [{accepted['class']}] {accepted['reference']!r}  <-  "
+            f"{accepted['completion'][-80:]!r}"
+        )
     for name, scores in results.items():  # the completions themselves only where `math` misses
         if name != "math (trl_ext)":
             scores["right_rejected"] = len(scores["right_rejected"])
@@ -558,9 +574,11 @@ def main(argv: list[str] | None = None) -> dict:
     }
 
     suite = results["math_verify_suite"]
-    print(f"Math-Verify's suite ({sdist.name}): {len(cases)} cases; math-verify itself, each case with its own "
-          "options: "
-          f"{own}/{len(cases)}\n")
+    print(
+        f"Math-Verify's suite ({sdist.name}): {len(cases)} cases; math-verify itself, each case with its own "
+        "options: "
+        f"{own}/{len(cases)}\n"
+    )
     subsets = {"all": "all cases", "reward_options": "a reward's options", "marked": "... and a marked answer"}
     print(format_table(
         ["verifier", *subsets.values()],
@@ -569,8 +587,10 @@ def main(argv: list[str] | None = None) -> dict:
     ))  # fmt: skip
     formats = results["answer_formats"]
     right, wrong = formats["math (trl_ext)"]["right"], formats["math (trl_ext)"]["wrong"]
-    print(f"\nanswer formats: {len(rows)} completions for {len({r['reference'] for r in rows})} references "
-          f"({right} right, {wrong} wrong)\n")
+    print(
+        f"\nanswer formats: {len(rows)} completions for {len({r['reference'] for r in rows})} references "
+        f"({right} right, {wrong} wrong)\n"
+    )
     print(format_table(
         ["verifier", "recall", "false-positive rate", "wrong accepted that plain math-verify rejects",
          "cannot judge (reference unparsed)"],
