@@ -88,18 +88,26 @@ def prompt_dataset() -> Dataset:
 # conftest module would shadow.
 
 SANDBOX_TESTS = Path(__file__).parent / "sandbox"
+# tests/vllm_cpu skip where vLLM is not installed; CI's vLLM stage sets TRL_EXT_VLLM_TESTS_MUST_RUN=1.
+MUST_RUN = {
+    SANDBOX_TESTS: "TRL_EXT_SANDBOX_TESTS_MUST_RUN",
+    Path(__file__).parent / "vllm_cpu": "TRL_EXT_VLLM_TESTS_MUST_RUN",
+}
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """With TRL_EXT_SANDBOX_TESTS_MUST_RUN=1 (CI) a skipped sandbox test is a failure: a green run must mean the
-    isolation was tested on this machine, not skipped."""
+    isolation was tested on this machine, not skipped. TRL_EXT_VLLM_TESTS_MUST_RUN=1 does the same for
+    tests/vllm_cpu (CI's vLLM stage)."""
     outcome = yield
     report = outcome.get_result()
-    in_sandbox_tests = SANDBOX_TESTS in Path(str(item.path)).parents
-    if report.skipped and in_sandbox_tests and os.environ.get("TRL_EXT_SANDBOX_TESTS_MUST_RUN") == "1":
-        report.outcome = "failed"
-        report.longrepr = f"sandbox test skipped, which TRL_EXT_SANDBOX_TESTS_MUST_RUN=1 forbids: {report.longrepr}"
+    if not report.skipped:
+        return
+    for directory, variable in MUST_RUN.items():
+        if directory in Path(str(item.path)).parents and os.environ.get(variable) == "1":
+            report.outcome = "failed"
+            report.longrepr = f"{directory.name} test skipped, which {variable}=1 forbids: {report.longrepr}"
 
 
 @pytest.fixture
