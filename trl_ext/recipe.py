@@ -53,7 +53,7 @@ class RecipeArguments:
         heldout_prompts (`int`, defaults to `200`): prompts evaluated; 0 turns evaluation off.
         heldout_samples (`int`, defaults to `4`): samples per prompt.
         heldout_k (`str`, defaults to `"1"`): comma-separated k values, each at most `heldout_samples`.
-        heldout_steps (`int` or `None`): also evaluate every this many steps.
+        heldout_steps (`int` or `None`): also evaluate every this many steps; `None` or 0: only before and after.
         heldout_temperature, heldout_top_p (`float` or `None`): sampling settings; default to the trainer's.
         heldout_batch_size (`int`, defaults to `64`): sequences per `generate` call.
         plot (`bool`, defaults to `True`): write `training_curves.png` into `output_dir` at the end.
@@ -91,7 +91,9 @@ class RecipeArguments:
     heldout_prompts: int = field(default=200, metadata={"help": "Held-out prompts to evaluate; 0 disables."})
     heldout_samples: int = field(default=4, metadata={"help": "Samples per held-out prompt."})
     heldout_k: str = field(default="1", metadata={"help": "Comma-separated k values for pass@k."})
-    heldout_steps: int | None = field(default=None, metadata={"help": "Also evaluate every this many steps."})
+    heldout_steps: int | None = field(
+        default=None, metadata={"help": "Also evaluate every this many steps (null or 0: only before and after)."}
+    )
     heldout_temperature: float | None = field(default=None, metadata={"help": "Default: the trainer's temperature."})
     heldout_top_p: float | None = field(default=None, metadata={"help": "Default: the trainer's top_p."})
     heldout_batch_size: int = field(default=64, metadata={"help": "Sequences per generate call during evaluation."})
@@ -104,6 +106,11 @@ class RecipeArguments:
             raise ValueError(
                 f"heldout_prompts must be >= 0 (0 disables) and heldout_samples >= 1, got {self.heldout_prompts} "
                 f"and {self.heldout_samples}."
+            )
+        if self.heldout_steps is not None and self.heldout_steps < 0:
+            raise ValueError(
+                f"heldout_steps must be a positive number of steps, or null or 0 to evaluate only before and after "
+                f"training, got {self.heldout_steps}."
             )
         if self.heldout_prompts:
             try:
@@ -243,7 +250,7 @@ def add_pass_at_k_callback(
         heldout_reward,
         num_samples=script_args.heldout_samples,
         ks=script_args.heldout_k,
-        eval_steps=script_args.heldout_steps,
+        eval_steps=script_args.heldout_steps or None,  # 0: only before and after training
         temperature=script_args.heldout_temperature,
         top_p=script_args.heldout_top_p,
         batch_size=script_args.heldout_batch_size,

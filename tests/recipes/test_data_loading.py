@@ -117,3 +117,9 @@ def test_recipe_arguments_fail_early():
         RecipeArguments(heldout_k="1,8", heldout_samples=4)
     with pytest.raises(ValueError, match="reward_funcs is empty"):
         RecipeArguments(reward_funcs=[])
+
+
+def test_heldout_steps_zero_means_before_and_after_only_and_a_negative_value_names_the_field():
+    assert RecipeArguments(heldout_steps=0).heldout_steps == 0  # add_pass_at_k_callback passes None for 0
+    with pytest.raises(ValueError, match=r"heldout_steps must be a positive number of steps, or null or 0"):
+        RecipeArguments(heldout_steps=-5)

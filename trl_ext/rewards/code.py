@@ -17,7 +17,6 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib.util
 import logging
@@ -46,8 +45,10 @@ from ..sandbox.testing import (
     run_code_tests,
 )
 from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
-from .code_extraction import extract_cpp_code, extract_python_code
-from .code_formats import FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, row_tests
+from .code_extraction import defines, extract_cpp_code, extract_python_code
+from .code_formats import (
+    FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, header_for, row_tests,
+)
 from .pool import default_num_workers
 from .registry import register_reward
 
@@ -372,22 +373,24 @@ class CodeReward(Reward):
                 return _cannot_judge(f"row {index}: C++ rows need stdin/stdout tests, not assert statements")
             if cpp_compiler() is None:
                 return _cannot_judge(f"row {index} is C++, and `g++` is not installed (apt-get install g++)")
-        sandbox = self._sandbox_for(tests, index) if language == "python" else self.sandbox
+        code = self._extract(text, language)
+        if language == "python" and read.continues and not defines(code, read.entry_point):
+            code = read.continues + code  # a function body after its prompt, as HumanEval's harness runs it
+        header = header_for(read.prelude, code) if code.strip() and language == "python" else ""
+        # The header counts as the tests do: a program naming `SortedList` needs the installed packages.
+        sandbox = self._sandbox_for([*tests, CodeTest("statement", header)], index) if language == "python" else (
+            self.sandbox
+        )
         if sandbox is None:
             return None
         checker = self._row_checker(row, index)
         if checker is False:
             return None
-        code = self._extract(text, language)
-        if language == "python" and read.continues and not _defines(code, read.entry_point):
-            code = read.continues + code  # a function body after its prompt, as HumanEval's harness runs it
-        if code.strip() and language == "python" and read.prelude:
-            code = read.prelude + "\n" + code
-        return code, tests, language, checker, sandbox
+        return (header + "\n" + code if header else code), tests, language, checker, sandbox
 
     def _sandbox_for(self, tests: list[CodeTest], index: int) -> Sandbox | None:
-        """The sandbox a Python row runs in: with installed packages when its tests import any (and may), or
-        None (cannot judge, warned) when they cannot be offered."""
+        """The sandbox a Python row runs in: with installed packages when its tests (or the header put before the
+        program) import any (and may), or None (cannot judge, warned) when they cannot be offered."""
         try:
             packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
         except SyntaxError as error:
@@ -525,20 +528,22 @@ class CodeReward(Reward):
             )
         else:
             languages = [None] * len(texts)
-        jobs = []
+        jobs: dict[tuple, tuple[tuple, list[int]]] = {}  # the same program on the same tests runs once
         for index, (text, row, row_language) in enumerate(zip(texts, rows, languages)):
             job = self._job(text, row, row_language, self.tests_format, index)
             if job is not None:
-                jobs.append((index, job))
+                jobs.setdefault(_job_key(job), (job, []))[1].append(index)
         scores: list[float | None] = [None] * len(texts)
         if not jobs:
             return scores
         workers = min(self.num_workers or default_num_workers(), len(jobs))
         # Threads only wait: every program runs in its own sandbox process.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
-            reports = executor.map(lambda job: self._evaluate(*job[1]), jobs)
-            for (index, _), report in zip(jobs, reports):
-                scores[index] = self._score_row(index, report)
+            reports = executor.map(lambda entry: self._evaluate(*entry[0]), jobs.values())
+            for (_, indices), report in zip(jobs.values(), reports):
+                scores[indices[0]] = self._score_row(indices[0], report)
+                for index in indices[1:]:
+                    scores[index] = scores[indices[0]]
         return scores
 
     def _score_row(self, index: int, report: CodeTestReport) -> float | None:
@@ -571,19 +576,10 @@ class CodeReward(Reward):
         return self._score(report)
 
 
-def _defines(code: str, name: str) -> bool:
-    """Whether `code` parses and defines `name` at its top level (a function, class or assignment)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            return True
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
-            return True
-    return False
+def _job_key(job: tuple) -> tuple:
+    """What makes two jobs run the same: the program, its language, sandbox and checker, and every test's fields."""
+    code, tests, language, checker, sandbox = job
+    return code, language, id(sandbox), repr(checker), tuple(repr(vars(test)) for test in tests)
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
-__all__ = ["extract_cpp_code", "extract_python_code"]
+__all__ = ["defines", "extract_cpp_code", "extract_python_code"]
 
 _PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
 _CPP_FENCE_TAGS = frozenset({"cpp", "c++", "cc", "cxx", "hpp"})
@@ -34,3 +35,18 @@ def extract_cpp_code(text: str) -> str:
     """Like `extract_python_code`, for C++: the last ```cpp block (also `c++`, `cc`, `cxx`), else the last
     untagged block, else the whole text when it has no fenced block."""
     return _extract(text, _CPP_FENCE_TAGS)
+
+
+def defines(code: str, name: str) -> bool:
+    """Whether `code` parses and defines `name` at its top level (a function, class or assignment)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(target, ast.Name) and target.id == name for target in targets):
+            return True
+    return False

@@ -36,7 +36,7 @@ from typing import Any
 from .apps import _apps_tests
 from .bigcodebench import _bigcodebench, unittest_tests
 from .codecontests import _codecontests
-from .common import LIVECODEBENCH_HEADER, RowTests, TestsFormatError
+from .common import LIVECODEBENCH_HEADER, SORTEDCONTAINERS_IMPORT, RowTests, TestsFormatError, header_for
 from .detection import candidate_formats, detect_format
 from .humaneval import _humaneval
 from .kodcode import _kodcode, pytest_tests
@@ -49,11 +49,13 @@ from .tests_column import _from_tests_column
 __all__ = [
     "FORMATS",
     "LIVECODEBENCH_HEADER",
+    "SORTEDCONTAINERS_IMPORT",
     "RowTests",
     "TestsFormatError",
     "candidate_formats",
     "decode_livecodebench_tests",
     "detect_format",
+    "header_for",
     "pytest_tests",
     "row_tests",
     "unittest_tests",

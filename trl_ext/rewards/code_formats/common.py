@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,17 +39,30 @@ class RowTests:
     notes: tuple[str, ...] = field(default=())
 
 
-# Standard-library names LeetCode-style tasks use without importing them (`List`, `defaultdict`, `heapq`...).
+# What LeetCode-style programs use without importing it, as LiveCodeBench's harness puts it before each program:
+# every public name of these standard-library modules (`reduce`, `xor`, `pairwise`, `defaultdict`, `List`...), the
+# builtins again (a star import must not hide `pow` or `open`), the modules themselves, and a deep recursion limit.
+# LeetCode's judge also provides `sortedcontainers` (a pure-Python dependency of trl-ext): see `header_for`.
+_MODULE_NAMES = "string re datetime collections heapq bisect copy math random statistics itertools functools operator"
+LIVECODEBENCH_MODULES = (*_MODULE_NAMES.split(), "io", "sys", "json")
 LIVECODEBENCH_HEADER = (
-    "import bisect, collections, copy, functools, heapq, itertools, math, operator, random, re, string, sys\n"
-    "from bisect import bisect_left, bisect_right, insort\n"
-    "from collections import Counter, OrderedDict, defaultdict, deque\n"
-    "from functools import cache, lru_cache, reduce\n"
-    "from heapq import heapify, heappop, heappush, heappushpop, heapreplace, nlargest, nsmallest\n"
-    "from itertools import accumulate, combinations, count, groupby, permutations, product, zip_longest\n"
-    "from math import ceil, comb, factorial, floor, gcd, inf, isqrt, lcm, log, log2, sqrt\n"
-    "from typing import Any, Dict, List, Optional, Set, Tuple\n"
+    "from typing import *\n"  # first: typing's `Counter` and `OrderedDict` must not hide collections' classes
+    + "".join(f"from {module} import *\n" for module in LIVECODEBENCH_MODULES)
+    + "from builtins import *\n"
+    + "".join(f"import {module}\n" for module in LIVECODEBENCH_MODULES)
+    + "sys.setrecursionlimit(50000)\n"
 )
+SORTEDCONTAINERS_IMPORT = "from sortedcontainers import SortedDict, SortedKeyList, SortedList, SortedSet\n"
+_SORTEDCONTAINERS_NAME = re.compile(r"\bSorted(?:Dict|KeyList|List|Set)\b")
+
+
+def header_for(prelude: str, program: str) -> str:
+    """What runs before `program`: the row's `prelude`, and with LiveCodeBench's header, `sortedcontainers`'
+    classes when the program names one (LeetCode's judge provides them; only those programs then need the
+    installed packages)."""
+    if prelude == LIVECODEBENCH_HEADER and _SORTEDCONTAINERS_NAME.search(program):
+        return prelude + SORTEDCONTAINERS_IMPORT
+    return prelude
 
 
 # ------------------------------------------------------------------------------------------------ helpers
