@@ -55,7 +55,7 @@ def main(kind: str, model_dir: str, output_dir: str):
     config = DAPOConfig(**tiny_training_settings(Path(output_dir), **settings))
     trainer = DAPOTrainer(model_dir, args=config, **arguments)
     rounds, prompts = [], []
-    score_round = trainer._score_round
+    score_round = trainer.generate_and_score
 
     def recording(inputs, held):
         rows, rewards = score_round(inputs, held)
@@ -63,14 +63,14 @@ def main(kind: str, model_dir: str, output_dir: str):
         prompts.append([json.dumps(row.get("prompt"), sort_keys=True) for row in inputs[::4]])
         return rows, rewards
 
-    trainer._score_round = recording
+    trainer.generate_and_score = recording
     trainer.train()
     report = {
         "rank": trainer.accelerator.process_index,
         "num_processes": trainer.accelerator.num_processes,
         "round_sizes": rounds,
         "round_prompts": prompts,
-        "refill_state": getattr(trainer._refill_sampler, "state_dict", dict)(),
+        "refill_state": getattr(trainer.sampler.refills, "state_dict", dict)(),
         "log_history": trainer.state.log_history,
         "parameter_digest": state_dict_digest(trainer.accelerator.unwrap_model(trainer.model).state_dict()),
     }

@@ -187,7 +187,7 @@ def test_each_row_keeps_its_own_environment_and_get_reward_filters(tmp_path, too
     GuessingGame.created = 0
     trainer = make_trainer(tmp_path, tool_model_dir, GuessingGame, game_dataset(), max_steps=4)
     assert trainer.reward_func_names == ["play_first_digit", "GuessingGame"]
-    assert trainer._filter_mask.tolist() == [True, True]  # the environment's reward judges
+    assert trainer.sampler.settings.filter_used.tolist() == [True, True]  # the environment's reward judges
     batches = watch_batches(trainer)
     trainer.train()
     pool_size = len(trainer._environment_pool[None])

@@ -141,8 +141,8 @@ def test_extra_fields_stay_with_their_completion_and_carried_rows_use_the_rollou
     trainer = make_trainer(tmp_path, tiny_model_dir, rollout)
     seen = record_scoring(trainer)
     carried_logps = []
-    take = trainer._carry.take
-    trainer._carry.take = lambda *args: carried_logps.append(take(*args)) or carried_logps[-1]
+    take = trainer.sampler.carry.take
+    trainer.sampler.carry.take = lambda *args: carried_logps.append(take(*args)) or carried_logps[-1]
     trainer.train()
 
     rounds = [entry for entry in trainer.state.log_history if "dynamic_sampling/generation_rounds" in entry]

@@ -77,7 +77,7 @@ def test_refills_come_from_the_stream_and_batches_hold_only_informative_groups(t
     batches = record_batches(trainer)
     trainer.train()
     assert trainer.state.global_step == 3
-    assert trainer._refill_sampler.position > 0
+    assert trainer.sampler.refills.position > 0
     sampled = sum(e.get("dynamic_sampling/prompts_sampled", 0) for e in trainer.state.log_history)
     assert sampled > 3 * 2  # refills were drawn
     assert len(batches) == 3
@@ -100,7 +100,7 @@ def test_resuming_continues_the_stream_where_it_stopped(tmp_path, tiny_model_dir
     interrupted.train()
     checkpoint = tmp_path / "first" / "out" / "checkpoint-1"
     state = json.loads((checkpoint / "dynamic_sampling_state.json").read_text())
-    assert state["refill_stream"]["position"] == interrupted._refill_sampler.position > 0
+    assert state["refill_stream"]["position"] == interrupted.sampler.refills.position > 0
 
     resumed = trainer_for("first")
     resumed_batches = record_batches(resumed)
@@ -110,7 +110,7 @@ def test_resuming_continues_the_stream_where_it_stopped(tmp_path, tiny_model_dir
     for full, again in zip(full_batches[1:], resumed_batches, strict=True):
         assert batch_ids(resumed, again) == batch_ids(uninterrupted, full)
         assert torch.equal(again["completion_ids"], full["completion_ids"])
-    assert resumed._refill_sampler.state_dict() == uninterrupted._refill_sampler.state_dict()
+    assert resumed.sampler.refills.state_dict() == uninterrupted.sampler.refills.state_dict()
 
 
 @pytest.mark.parametrize("trainer_cls, config_cls", [(GRPOTrainer, GRPOConfig), (DAPOTrainer, DAPOConfig)])
@@ -128,8 +128,8 @@ def test_prompt_history_skips_stream_prompts_by_their_key(tmp_path, tiny_model_d
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=informative_odd_ids, args=config, train_dataset=stream(16))
     batches = record_batches(trainer)
     trainer.train()
-    assert trainer._refill_sampler.passes > 0
-    streaks = trainer._prompt_history.state_dict()["streaks"]
+    assert trainer.sampler.refills.passes > 0
+    streaks = trainer.sampler.prompt_history.state_dict()["streaks"]
     even_keys = {prompt_key(f"{i}+{i}=") for i in range(0, 16, 2)}
     assert streaks and all(key in even_keys for key, _, _ in streaks)  # only uninformative prompts carry a streak
     assert sum(e.get("dynamic_sampling/prompts_skipped", 0) for e in trainer.state.log_history) > 0

@@ -1,4 +1,4 @@
-"""Dynamic sampling: which prompt groups to keep, how many prompts to request, where refill prompts come from,
+"""Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and which prompt groups to keep, how many prompts to request, where refill prompts come from,
 which surplus groups to carry over, which prompts to skip, and when to stop over-sampling."""
 
 from .backoff import BackoffController, SamplingMode
@@ -21,16 +21,34 @@ from .dynamic_sampling import (
     spare_groups_to_fill,
 )
 from .prompt_history import Outcome, PromptHistory, group_outcomes
-from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
+from .refill import (
+    RefillSampler,
+    StreamRefillSampler,
+    draw_unskipped,
+    prompt_index,
+    prompt_key,
+)
+from .sampler import (
+    BatchReport,
+    DynamicSampler,
+    RoundSource,
+    SampledBatch,
+    SamplerSettings,
+)
 
 __all__ = [
     "BackoffController",
+    "BatchReport",
     "CarriedGroup",
     "CarryBuffer",
+    "DynamicSampler",
     "KeepRateEstimator",
     "Outcome",
     "PromptHistory",
     "RefillSampler",
+    "RoundSource",
+    "SampledBatch",
+    "SamplerSettings",
     "SamplingMode",
     "StreamRefillSampler",
     "draw_unskipped",

@@ -63,8 +63,9 @@ class DAPOConfig(GRPOConfig):
             group is dropped once it lags the policy by more than this many optimiser updates. `None` (the default)
             lets a group wait for the next generation batch: 1 update when every optimiser step generates,
             `steps_per_generation * num_iterations / gradient_accumulation_steps` updates when a rollout feeds
-            several; 0 with vLLM importance-sampling correction, whose terms would need recomputing for carried
-            rows (an explicit value above 0 is refused there). `0` discards surplus groups. On the built-in task
+            several. With vLLM's importance-sampling correction (TRL's default with `use_vllm=True`), a carried row
+            keeps the log-probs vLLM returned when it sampled the row, and TRL corrects it from them to the current
+            policy, as it corrects fresh rows. `0` discards surplus groups. On the built-in task
             carrying generated 24% fewer tokens per step and reached the accuracy target with 16% fewer tokens
             (`benchmarks/RESULTS.md`).
         dynamic_sampling_carry_max_groups (`int` or `None`, *optional*, defaults to `None`):
@@ -86,7 +87,9 @@ class DAPOConfig(GRPOConfig):
     # DAPO's defaults for fields inherited from GRPOConfig
     epsilon_high: float | None = field(
         default=0.28,
-        metadata={"help": "Upper-bound epsilon for clipping (clip-higher). DAPO uses 0.28 with a lower bound of 0.2."},
+        metadata={
+            "help": "Upper-bound epsilon for clipping (clip-higher). DAPO uses 0.28 with a lower bound of 0.2."
+        },
     )
 
     # Dynamic sampling
@@ -106,7 +109,9 @@ class DAPOConfig(GRPOConfig):
     )
     dynamic_sampling_max_rounds: int = field(
         default=10,
-        metadata={"help": "Most generation rounds per batch, the first included, before giving up on filling it."},
+        metadata={
+            "help": "Most generation rounds per batch, the first included, before giving up on filling it."
+        },
     )
     dynamic_sampling_on_exhausted: str = field(
         default="warn",
@@ -125,7 +130,9 @@ class DAPOConfig(GRPOConfig):
     )
     dynamic_sampling_max_oversampling: float = field(
         default=8.0,
-        metadata={"help": "A round generates for at most this many times the per-process prompt batch."},
+        metadata={
+            "help": "A round generates for at most this many times the per-process prompt batch."
+        },
     )
 
     dynamic_sampling_max_skip_probability: float = field(
@@ -141,18 +148,22 @@ class DAPOConfig(GRPOConfig):
         metadata={
             "help": "Carry surplus informative groups to the next generation batch, dropped once they lag the policy "
             "by more than this many optimiser updates (0: discard them). None, the default: until the next "
-            "generation batch (0 with vLLM importance-sampling correction)."
+            "generation batch."
         },
     )
     dynamic_sampling_carry_max_groups: int | None = field(
         default=None,
-        metadata={"help": "Most surplus groups carried per process. None: one per-process batch of groups."},
+        metadata={
+            "help": "Most surplus groups carried per process. None: one per-process batch of groups."
+        },
     )
 
     # Overlong reward shaping
     soft_overlong_punishment: bool = field(
         default=True,
-        metadata={"help": "Add DAPO's soft overlong punishment to the reward (L_max = max_completion_length)."},
+        metadata={
+            "help": "Add DAPO's soft overlong punishment to the reward (L_max = max_completion_length)."
+        },
     )
     overlong_buffer_length: int | None = field(
         default=None,
@@ -163,7 +174,9 @@ class DAPOConfig(GRPOConfig):
     )
     overlong_penalty_factor: float = field(
         default=1.0,
-        metadata={"help": "Weight of the soft overlong punishment in the summed reward."},
+        metadata={
+            "help": "Weight of the soft overlong punishment in the summed reward."
+        },
     )
 
     def __post_init__(self):
@@ -180,7 +193,9 @@ class DAPOConfig(GRPOConfig):
 
     def _validate_dynamic_sampling(self):
         if self.dynamic_sampling_max_rounds < 1:
-            raise ValueError(f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}.")
+            raise ValueError(
+                f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}."
+            )
         if self.dynamic_sampling_on_exhausted not in ON_EXHAUSTED_CHOICES:
             raise ValueError(
                 f"dynamic_sampling_on_exhausted must be one of {list(ON_EXHAUSTED_CHOICES)}, got "
@@ -201,23 +216,17 @@ class DAPOConfig(GRPOConfig):
                 f"back; 0 turns prompt history off), got {self.dynamic_sampling_max_skip_probability}."
             )
         per_process_batch = self.generation_batch_size // self.world_size
-        vllm_correction = self.use_vllm and self.vllm_importance_sampling_correction
         if self.dynamic_sampling_carry_max_staleness is None:
-            self.dynamic_sampling_carry_max_staleness = 0 if vllm_correction else self.updates_per_generation
+            self.dynamic_sampling_carry_max_staleness = self.updates_per_generation
         if self.dynamic_sampling_carry_max_staleness < 0:
             raise ValueError(
                 "dynamic_sampling_carry_max_staleness must be at least 0 (0 discards surplus groups), got "
                 f"{self.dynamic_sampling_carry_max_staleness}."
             )
-        if self.dynamic_sampling_carry_max_staleness > 0 and vllm_correction:
-            raise ValueError(
-                "Carrying surplus groups (dynamic_sampling_carry_max_staleness > 0) with vLLM importance-sampling "
-                "correction is not supported: the correction terms of a carried group would have to be recomputed "
-                "from the log-probabilities of the policy that generated it. Set dynamic_sampling_carry_max_staleness=0"
-                " or vllm_importance_sampling_correction=False."
-            )
         if self.dynamic_sampling_carry_max_groups is None:
-            self.dynamic_sampling_carry_max_groups = per_process_batch // self.num_generations
+            self.dynamic_sampling_carry_max_groups = (
+                per_process_batch // self.num_generations
+            )
         if self.dynamic_sampling_carry_max_groups < 0:
             raise ValueError(
                 f"dynamic_sampling_carry_max_groups must be at least 0, got {self.dynamic_sampling_carry_max_groups}."
@@ -247,7 +256,9 @@ class DAPOConfig(GRPOConfig):
                 "the punishment is added to the reward), or set soft_overlong_punishment=False."
             )
         if self.overlong_buffer_length is None:
-            self.overlong_buffer_length = max(1, round(0.2 * self.max_completion_length))
+            self.overlong_buffer_length = max(
+                1, round(0.2 * self.max_completion_length)
+            )
         if not 0 < self.overlong_buffer_length <= self.max_completion_length:
             raise ValueError(
                 f"overlong_buffer_length must be between 1 and max_completion_length={self.max_completion_length}, "
