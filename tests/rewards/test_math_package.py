@@ -7,13 +7,20 @@ import pytest
 
 from trl_ext.rewards.math import ANSWER_FORMS, VerdictCache, answer_form, forms, verify_math_answer
 
-SETTLING = ["integer_family", "labelled_values", "statement", "units"]
+SETTLING = [
+    "labels_for_list", "set_in_words", "integer_family_members", "integer_family", "labelled_values", "statement",
+    "units",
+]  # fmt: skip
+ACCEPTING = [
+    "vector", "set_builder", "ordered_chain", "function", "angles", "precision", "percent", "text", "choices",
+    "equation_for_expression", "enumerated_choices", "inequality_for_interval", "plus_minus",
+]  # fmt: skip
 
 
 def test_answer_forms_are_registered_in_order_with_their_kind():
-    accepting = ["vector", "set_builder", "ordered_chain", "function", "angles", "precision", "text", "choices"]
-    assert list(ANSWER_FORMS) == accepting + SETTLING
+    assert sorted(ANSWER_FORMS) == sorted(ACCEPTING + SETTLING)
     assert [name for name, form in ANSWER_FORMS.items() if form.settles] == SETTLING
+    assert [name for name, form in ANSWER_FORMS.items() if not form.settles] == ACCEPTING
 
 
 def test_a_form_name_is_registered_once():

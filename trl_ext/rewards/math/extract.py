@@ -53,6 +53,9 @@ class FinalAnswer:
         `q < p < r`) answers the order `r, p, q`.
     decimals: the number of decimals the question asks the answer to be rounded to ("to the nearest
         hundredth": 2), so a rounded answer to an exact reference can be right; None when it asks for none.
+    question: the question's text, where it names quantities in an order (`labels_for_list`: "the minimum and
+        the maximum" puts `\\max = 8, \\min = 2` in the order of `2, 8`); kept only for an answer with `=` or `:`
+        in it (else None), so answers to questions that differ in other words stay one verification.
     """
 
     text: str | None
@@ -61,6 +64,7 @@ class FinalAnswer:
     choices: tuple[tuple[str, str], ...] = ()
     descending: bool = False
     decimals: int | None = None
+    question: str | None = None
 
 
 _DESCENDING = re.compile(
@@ -81,6 +85,7 @@ def extract_final_answer(completion: str, question: str | None = None) -> FinalA
         choices=listed_choices(question),
         descending=bool(question and _DESCENDING.search(question)),
         decimals=requested_decimals(question),
+        question=question if question and text is not None and re.search(r"[=:]", text) else None,
     )
 
 

@@ -364,6 +364,51 @@ def _precision(gold: str, answer: str, final: FinalAnswer, same: Same) -> bool:
     return abs(value - gold_value) <= unit * (1 + 1e-9)
 
 
+# -- a percentage for a number and the reverse: `14.29\%` for `\frac{1}{7}`, `\frac{2}{3}` for `66.67\%`
+
+_APPROXIMATELY = re.compile(r"^\s*(?:\\approx|≈)\s*")
+_PERCENT = ("%", "percent")
+_PERCENT_DIGITS = 4  # a percentage with this many significant digits is a fraction rounded, not a guess
+
+
+def _percent_as_decimal(number: str) -> str | None:
+    """A decimal written in percent as a fraction of one, digit for digit: `66.67` -> `0.6667`, `25` -> `0.25`."""
+    from decimal import Decimal
+
+    if not re.fullmatch(r"-?\d+(?:\.\d+)?", number):
+        return None
+    return format(Decimal(number).scaleb(-2), "f")
+
+
+@answer_form("percent")
+def _percentages(gold: str, answer: str, final: FinalAnswer, same: Same) -> bool:
+    """A percentage compared as the fraction of one it writes, under the precision rule: `\\frac{2}{3}` for the
+    rounded `66.67\\%` (as for `0.6667`); for an exact reference, a percentage rounded as the question asks
+    ("to the nearest tenth of a percent": `33.3\\%` for `\\frac{1}{3}`) or, asked nothing, one with four
+    significant digits or more (`14.29\\%` for `\\frac{1}{7}`, never `14.28\\%` or `14.3\\%`): a fraction whose
+    decimals do not end can only be given as a percentage rounded."""
+    from dataclasses import replace
+
+    gold_number, gold_suffix = _number_and_suffix(gold)
+    number, suffix = _number_and_suffix(_APPROXIMATELY.sub("", answer))
+    gold_percent, percent = gold_suffix in _PERCENT, suffix in _PERCENT
+    if gold_percent == percent or (gold_suffix and not gold_percent) or (suffix and not percent):
+        return False
+    if gold_percent:
+        decimal = _percent_as_decimal(gold_number)
+        return decimal is not None and _precision(decimal, number, final, same)
+    decimal = _percent_as_decimal(number)
+    if decimal is None:
+        return False
+    if final.decimals is not None:
+        decimals = final.decimals + 2
+    elif _significant_digits(number) >= _PERCENT_DIGITS:
+        decimals = len(decimal.partition(".")[2])
+    else:
+        decimals = None
+    return _precision(gold, decimal, replace(final, decimals=decimals), same)
+
+
 # -- text answers that differ in markup only: `\text{parabola and line}` for `parabola, line`
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")

@@ -51,6 +51,64 @@ def declares_integers(text: str) -> bool:
     return bool(_INTEGER_DECLARATION.search(TEXT_MACRO.sub(lambda match: f" {match.group(1)} ", text)))
 
 
+_CONGRUENCE = re.compile(
+    r"^\s*([A-Za-z])\s*\\equiv\s*(.+?)\s*(?:\\pmod\s*\{?\s*(\d+)\s*\}?|\(\s*\\(?:bmod|mod|text\{mod\})\s*(\d+)\s*\))\s*$"
+)
+_MEMBER_SPLIT = re.compile(r"\s*(?:\\text\{\s*or\s*\}|\\lor(?![A-Za-z])|(?<![A-Za-z])or(?![A-Za-z]))\s*")
+_PLUS_MINUS = re.compile(r"\\pm(?![A-Za-z])|±")
+
+
+def _as_family(text: str) -> str:
+    """A congruence as the family it names: `n \\equiv 1 \\pmod{4}` -> `n = 4t + (1), t \\in \\mathbb{Z}`."""
+    congruence = _CONGRUENCE.match(text)
+    if congruence is None:
+        return text
+    variable, residue, modulus = congruence.group(1), congruence.group(2), congruence.group(3) or congruence.group(4)
+    parameter = next(letter for letter in "tsujm" if letter != variable)
+    return rf"{variable} = {modulus}{parameter} + ({residue}), {parameter} \in \mathbb{{Z}}"
+
+
+def _members(text: str) -> list[str] | None:
+    """The families a union of integer families lists, each with the declarations: `x = 2k\\pi \\pm \\frac{\\pi}{3},
+    k \\in \\mathbb{Z}` -> [`x = 2k\\pi + \\frac{\\pi}{3}, k \\in \\mathbb{Z}`, `x = 2k\\pi - ...`]; None where a
+    member holds more than one `\\pm`."""
+    expression, parameters = _family(text)
+    declaration = ", ".join(rf"{parameter} \in \mathbb{{Z}}" for parameter in sorted(parameters))
+    members = []
+    for member in _MEMBER_SPLIT.split(expression):
+        signs = _PLUS_MINUS.findall(member)
+        if len(signs) > 1:
+            return None
+        for version in [_PLUS_MINUS.sub(sign, member) for sign in "+-"] if signs else [member]:
+            members.append(f"{version.strip().rstrip(',')}, {declaration}" if declaration else version)
+    return members
+
+
+@answer_form("integer_family_members", settles=True)
+def _integer_family_members(gold: str, answer: str, final: FinalAnswer, same: Same) -> bool | None:
+    """A family with `\\pm`, a union of families joined by "or", or a congruence (`n \\equiv 1 \\pmod{4}`),
+    against families: written out member by member, each member of one side equal (as `integer_family` compares
+    two families) to a member of the other, and as many on each side. A union written with other members
+    (`k\\pi` as `2k\\pi` or `2k\\pi + \\pi`) is not recognised, so it is rejected."""
+    gold_family, family = _as_family(gold), _as_family(answer)
+    congruence = (gold_family, family) != (gold, answer)
+    gold, answer = gold_family, family
+    if not (declares_integers(gold) or declares_integers(answer)):
+        return None
+    if not any(_PLUS_MINUS.search(text) or _MEMBER_SPLIT.search(text) for text in (gold, answer)):
+        return _integer_families(gold, answer, final, same) if congruence else None
+    gold_members, members = _members(gold), _members(answer)
+    if gold_members is None or members is None or len(gold_members) != len(members):
+        return False
+    unmatched = list(members)
+    for gold_member in gold_members:
+        match = next((member for member in unmatched if _integer_families(gold_member, member, final, same)), None)
+        if match is None:
+            return False
+        unmatched.remove(match)
+    return True
+
+
 @answer_form("integer_family", settles=True)
 def _integer_families(gold: str, answer: str, final: FinalAnswer, same: Same) -> bool | None:
     """Equal as sets over the integers: the expressions once the declarations are cut off, or with the

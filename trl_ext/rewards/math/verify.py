@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from . import structures  # noqa: F401  (registers the settling answer forms)
+from . import labels, sets, structures  # noqa: F401  (register the answer forms, settling ones in this order)
 from .compare import equivalent, parse_anchored, parse_answer
 from .extract import FinalAnswer, extract_final_answer, reference_answer
 from .forms import same_by_forms, settle_by_forms
@@ -79,7 +79,9 @@ _INTEGER = re.compile(r"-?\d+")
 _UNAMBIGUOUS_INTERVAL = re.compile(r"\[|\]|\\infty|∞|\\cup")
 
 
-def _verify(reference: str, answer: FinalAnswer, parsing_timeout: int | None, verify_timeout: int | None) -> bool | None:
+def _verify(
+    reference: str, answer: FinalAnswer, parsing_timeout: int | None, verify_timeout: int | None
+) -> bool | None:
     gold_answer = reference_answer(reference)
     if answer.text is not None:
         # Integer against integer (DAPO-Math, AIME, GSM8K): equal as integers or not; skip the LaTeX parser,
