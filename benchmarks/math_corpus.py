@@ -479,16 +479,20 @@ def answer_forms_scores(rows: list[dict], verdicts: list[bool | None]) -> dict:
         return {"right": len(right), "wrong": len(wrong), "recall": recall, "false_positives": sum(wrong)}
 
     classes = sorted({row["category"] for row in rows})
-    before = [i for i, row in enumerate(rows) if row.get("before_rules")]
+    parts = {}
+    # The rows written before the rules for their forms, and those written after them and never used to change
+    # one: recall on forms the rules were not written from.
+    for part in ("before_rules", "after_rules"):
+        selected = [i for i, row in enumerate(rows) if row.get(part)]
+        parts[part] = scores(selected) if selected else None
+        parts[f"{part}_by_class"] = {
+            name: scores([i for i in selected if rows[i]["category"] == name])
+            for name in sorted({rows[i]["category"] for i in selected})
+        }
     return {
         "all": scores(list(range(len(rows)))),
         "by_class": {name: scores([i for i, row in enumerate(rows) if row["category"] == name]) for name in classes},
-        # The rows written before the rules for their forms: recall on forms no rule was fitted to.
-        "before_rules": scores(before) if before else None,
-        "before_rules_by_class": {
-            name: scores([i for i in before if rows[i]["category"] == name])
-            for name in sorted({rows[i]["category"] for i in before})
-        },
+        **parts,
         "right_rejected": [
             {"class": row["category"], "reference": row["reference"], "completion": row["completion"]}
             for row, verdict in zip(rows, verdicts)
@@ -519,7 +523,8 @@ def answer_forms_report(format_table: Callable) -> dict:
             for v in verifiers)] for name in ours["by_class"]]
         + [[part, ours[key]["right"], ours[key]["wrong"],
             *(f"{results[v][key]['recall']:.1%} / {results[v][key]['false_positives']}" for v in verifiers)]
-           for part, key in (("all", "all"), ("written before the rules", "before_rules")) if ours[key]],
+           for part, key in (("all", "all"), ("written before the rules", "before_rules"),
+                             ("written after the rules", "after_rules")) if ours[key]],
     ))  # fmt: skip
     for miss in ours["right_rejected"]:
         print(f"  `math` rejects [{miss['class']}] {miss['reference']!r}  <-  {miss['completion'][-80:]!r}")
