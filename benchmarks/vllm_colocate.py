@@ -1,15 +1,17 @@
 """DAPOTrainer generating with vLLM colocated (`use_vllm=True`, `vllm_mode="colocate"`): overhead and dynamic sampling.
 
-Two measurements, each made by another benchmark's own runs with vLLM's settings added to every trainer config
-(TRL's defaults otherwise, importance-sampling correction included):
+Two measurements, with vLLM's settings added to TRL's defaults (importance-sampling correction included):
 
-- **overhead** (`benchmarks/overhead.py`'s side-by-side pairs): DAPOTrainer with `dynamic_sampling=False` and
-  `soft_overlong_punishment=False` against GRPOTrainer, the two training in turns one step at a time, each with its
-  own vLLM engine; the figure is the median over repeats of the ratio of median step times. Target: at most 1.02.
-- **dynamic sampling** (`benchmarks/dynamic_sampling.py`'s adaptive scheme, DAPOConfig's defaults): at keep rates
-  0.25 / 0.5 / 0.75, generation rounds per optimiser step, sequences generated per kept sequence (times p), and the
-  rows that go through a log-probability forward outside the training forward per kept row (TRL's old-policy
-  forward, which its importance-sampling correction needs, and the forwards carrying adds).
+- **overhead** (`benchmarks/overhead.py`'s side-by-side pairs, its configs, data and rewards): DAPOTrainer with
+  `dynamic_sampling=False` and `soft_overlong_punishment=False` against GRPOTrainer, the two training in turns one
+  step at a time, each with its own vLLM engine; the figure is the median over repeats of the ratio of median step
+  times. Target: at most 1.02.
+- **dynamic sampling** (`benchmarks/dynamic_sampling.py`'s controlled task: its prompts and its reward, which makes
+  exactly a fraction p of the prompts informative), DAPOConfig's defaults: at p = 0.25 / 0.5 / 0.75, generation
+  rounds per optimiser step, sequences generated per kept sequence (times p), both from the trainer's
+  `dynamic_sampling/*` metrics, and the rows that go through TRL's log-probability forward without gradient (its
+  old-policy forward, which the importance-sampling correction needs, and any forward carrying adds) per kept row.
+  Targets: 1.2 rounds per step, 1.05 sequences per kept one times p, 1.05 forward rows per kept row.
 
 vLLM's CPU build runs it on a machine without a GPU (see docs/contributing.md for the environment); vLLM's CPU
 attention needs a head dimension of at least 32, which the `tiny-128` shape has (4 heads of 32).
@@ -28,17 +30,23 @@ from pathlib import Path
 import _common  # noqa: F401  (offline environment, import path)
 import dynamic_sampling
 import overhead
+import torch
 from _common import (
+    StepTimer,
     add_common_arguments,
     check_device,
+    common_training_args,
     format_table,
     machine_info,
     median,
     quiet_transformers,
     save_model,
     set_cpu_threads,
+    without_log_printing,
     write_json,
 )
+
+from trl_ext import DAPOConfig, DAPOTrainer
 
 TARGET_OVERHEAD_RATIO = 1.02
 TARGET_FORWARD_ROWS_PER_KEPT = 1.05
@@ -94,42 +102,115 @@ def measure_overhead(args, model_dir: Path, scratch: Path) -> dict:
     return {"summary": summary, "repeats": repeats}
 
 
-def forward_rows_per_kept(steps: list[dict]) -> dict:
-    kept = sum(step["kept_sequences"] for step in steps)
+class NoGradForwardRows:
+    """Counts, per optimiser step, the rows of `trainer` that go through TRL's log-probability forward without
+    gradient: TRL's old-policy (and reference) forwards and any forward carrying adds, not the training forward."""
+
+    def __init__(self, trainer):
+        self.rows: dict[int, int] = {}
+        forward = trainer._get_per_token_logps_and_entropies
+
+        def counting(model, input_ids, *args, **kwargs):
+            if not torch.is_grad_enabled():
+                step = trainer.state.global_step
+                self.rows[step] = self.rows.get(step, 0) + input_ids.size(0)
+            return forward(model, input_ids, *args, **kwargs)
+
+        trainer._get_per_token_logps_and_entropies = counting
+
+
+def step_figures(trainer, forward_rows: NoGradForwardRows, timer: StepTimer) -> list[dict]:
+    """Per step, from the trainer's logged `dynamic_sampling/*` metrics: rounds, groups generated and kept."""
+    group, train_groups = trainer.num_generations, trainer.args.generation_batch_size // trainer.num_generations
+    entries = [entry for entry in trainer.state.log_history if "dynamic_sampling/generation_rounds" in entry]
+    steps = []
+    for index, (entry, step_s) in enumerate(zip(entries, timer.step_seconds, strict=True)):
+        sampled = entry["dynamic_sampling/prompts_sampled"]
+        carried = entry["dynamic_sampling/carried_groups"]
+        fresh_kept = round(entry["dynamic_sampling/groups_kept_fraction"] * sampled)
+        kept = (
+            train_groups if not entry["dynamic_sampling/rounds_exhausted"] else min(train_groups, fresh_kept + carried)
+        )
+        steps.append(
+            {
+                "rounds": int(entry["dynamic_sampling/generation_rounds"]),
+                "groups_generated": int(sampled),
+                "kept_groups": int(kept),
+                "carried_groups": int(carried),
+                "carry_dropped": int(entry["dynamic_sampling/carry_dropped"]),
+                "sequences_generated": int(group * sampled),
+                "kept_sequences": int(group * kept),
+                "forward_rows": forward_rows.rows.get(index, 0),
+                "step_s": step_s,
+            }
+        )
+    return steps
+
+
+def summarise(steps: list[dict], keep_rate: float) -> dict:
+    generated, kept = sum(s["sequences_generated"] for s in steps), sum(s["kept_sequences"] for s in steps)
     return {
-        "forward_rows_per_kept": sum(step["forward_rows"] for step in steps) / kept,
-        "carry_forward_rows_per_kept": sum(step["carry_forward_rows"] for step in steps) / kept,
+        "rounds_per_step": sum(s["rounds"] for s in steps) / len(steps),
+        "sequences_per_kept": generated / kept,
+        "sequences_per_kept_times_p": generated / kept * keep_rate,
+        "forward_rows_per_kept": sum(s["forward_rows"] for s in steps) / kept,
+        "carried_groups_per_step": sum(s["carried_groups"] for s in steps) / len(steps),
+        "carry_dropped_per_step": sum(s["carry_dropped"] for s in steps) / len(steps),
+        "median_step_s": median([s["step_s"] for s in steps]),
+    }
+
+
+def run_keep_rate(keep_rate: float, args, model_dir: Path, dataset, output_dir: Path) -> dict:
+    """DAPOConfig's defaults under vLLM on `dynamic_sampling.py`'s controlled task: a fraction `keep_rate` of the
+    prompts is informative."""
+    config = DAPOConfig(
+        **common_training_args(
+            output_dir,
+            args.device,
+            per_device_train_batch_size=args.groups * args.num_generations,
+            num_generations=args.num_generations,
+            max_completion_length=args.max_completion_length,
+            max_steps=args.steps,
+            learning_rate=1e-4,
+            seed=args.seed,
+            soft_overlong_punishment=False,
+            **vllm_settings(args.max_model_length),
+        )
+    )
+    informative = dynamic_sampling.informative_ids(dataset["id"], keep_rate, str(args.seed))
+    timer = StepTimer()
+    trainer = DAPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[dynamic_sampling.ControlledReward(informative, args.num_generations)],
+        args=config,
+        train_dataset=dataset,
+        callbacks=[timer],
+    )
+    forward_rows = NoGradForwardRows(trainer)
+    without_log_printing(trainer).train()
+    steps = step_figures(trainer, forward_rows, timer)
+    return {
+        "keep_rate": keep_rate,
+        "carry_max_staleness": config.dynamic_sampling_carry_max_staleness,
+        "importance_sampling_correction": config.vllm_importance_sampling_correction,
+        "steps": steps,
+        "all_steps": summarise(steps, keep_rate),
+        "after_first_step": summarise(steps[1:], keep_rate) if len(steps) > 1 else None,
     }
 
 
 def measure_dynamic_sampling(args, model_dir: Path, scratch: Path) -> list[dict]:
-    """`dynamic_sampling.run_scheme`'s adaptive runs (DAPOConfig's defaults) at each keep rate, under vLLM."""
-    settings = argparse.Namespace(
-        groups=args.groups,
-        num_generations=args.num_generations,
-        max_completion_length=args.max_completion_length,
-        steps=args.steps,
-        seed=args.seed,
-        device=args.device,
-        beta=0.0,
-        max_skip_probability=None,
-        confidence=None,
-        carry_max_staleness=None,
-    )
     dataset = dynamic_sampling.arithmetic_prompts_with_ids(args.num_prompts)
     runs = []
     for keep_rate in args.keep_rates:
-        run = dynamic_sampling.run_scheme(
-            "adaptive", keep_rate, settings, model_dir, dataset, scratch / f"p{keep_rate}"
-        )
-        run["all_steps"].update(forward_rows_per_kept(run["steps"]))
+        run = run_keep_rate(keep_rate, args, model_dir, dataset, scratch / f"p{keep_rate}")
         runs.append(run)
         figures = run["all_steps"]
         print(
             f"p={keep_rate}: {figures['rounds_per_step']:.2f} rounds/step, {figures['sequences_per_kept']:.2f} "
             f"sequences/kept (x p {figures['sequences_per_kept_times_p']:.3f}), "
-            f"{figures['forward_rows_per_kept']:.3f} forward rows/kept, carry staleness bound "
-            f"{run['carry_max_staleness']}",
+            f"{figures['forward_rows_per_kept']:.3f} forward rows/kept, {figures['carried_groups_per_step']:.1f} "
+            f"carried groups/step (staleness bound {run['carry_max_staleness']})",
             flush=True,
         )
     return runs
@@ -143,8 +224,8 @@ def report(overhead_result: dict, runs: list[dict]) -> list[dict]:
         f"{'met' if summary['meets_target'] else 'MISSED'}"
     )
     headers = [
-        "p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "forward rows/kept", "carry fwd rows/kept",
-        "carried/step", "carry staleness bound",
+        "p", "rounds/step", "seq/kept", "seq/kept x p", "forward rows/kept", "carried/step", "dropped/step",
+        "s/step", "carry staleness bound",
     ]  # fmt: skip
     rows, verdicts = [], []
     for run in runs:
@@ -155,10 +236,10 @@ def report(overhead_result: dict, runs: list[dict]) -> list[dict]:
                 figures["rounds_per_step"],
                 figures["sequences_per_kept"],
                 figures["sequences_per_kept_times_p"],
-                figures["filled_fraction"],
                 figures["forward_rows_per_kept"],
-                figures["carry_forward_rows_per_kept"],
                 figures["carried_groups_per_step"],
+                figures["carry_dropped_per_step"],
+                figures["median_step_s"],
                 run["carry_max_staleness"],
             ]
         )
@@ -200,8 +281,7 @@ def main(argv=None):
     set_cpu_threads(args.threads)
     quiet_transformers()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB per engine on CPU (its default is far larger)
-    for module in (overhead, dynamic_sampling):
-        generate_with_vllm(module, vllm_settings(args.max_model_length))
+    generate_with_vllm(overhead, vllm_settings(args.max_model_length))
 
     machine = machine_info()
     with tempfile.TemporaryDirectory() as scratch:
