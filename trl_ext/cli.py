@@ -17,9 +17,62 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _argument_names(line: str) -> list[str]:
+    """`["rel_tol", "abs_tol"]` for a docstring line `rel_tol, abs_tol: ...`; empty for any other line."""
+    head, colon, _ = line.strip().partition(": ")
+    names = [name.strip() for name in head.split(",")]
+    return names if colon and all(name.isidentifier() for name in names) else []
+
+
+def _argument_docs(doc: str | None) -> dict[str, str]:
+    """`{argument: description}` from the `Parameters:` / `Args:` section of a reward's docstring."""
+    lines = (doc or "").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() in ("Parameters:", "Args:")), None)
+    docs: dict[str, str] = {}
+    indent, names = None, []
+    for line in lines[start + 1 :] if start is not None else []:
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if indent is not None and depth < indent:
+            break  # the section ended
+        if (indent is None or depth == indent) and _argument_names(line):
+            indent, names = depth, _argument_names(line)
+            docs.update(dict.fromkeys(names, line.strip().partition(": ")[2].strip()))
+        else:
+            for name in names:
+                docs[name] += " " + line.strip()
+    return docs
+
+
+def _reward_arguments(name: str) -> int:
+    import inspect
+
+    from .rewards.registry import reward_entry
+
+    try:
+        entry = reward_entry(name)
+    except KeyError as error:
+        print(error.args[0], file=sys.stderr)
+        return 2
+    aliases = f" (alias {', '.join(entry.aliases)})" if entry.aliases else ""
+    print(f"{entry.name}{aliases}: {entry.description}\n\nArguments (`{entry.name}:argument=value,...` in a spec):")
+    docs = _argument_docs(entry.factory.__doc__)
+    for parameter in inspect.signature(entry.factory).parameters.values():
+        if parameter.name not in entry.parameters:
+            continue
+        default = "required" if parameter.default is inspect.Parameter.empty else f"default {parameter.default!r}"
+        print(f"  {parameter.name} ({default})")
+        if docs.get(parameter.name):
+            print(f"      {docs[parameter.name]}")
+    return 0
+
+
 def _rewards(args: argparse.Namespace) -> int:
     from .rewards import list_rewards
 
+    if args.name:
+        return _reward_arguments(args.name)
     rewards = list_rewards()
     width = max(map(len, rewards), default=0)
     for name, description in rewards.items():
@@ -51,7 +104,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from .evaluation import evaluate_pass_at_k, parse_ks
     from .rewards import get_reward
-    from .rewards.registry import parse_reward_spec
+    from .rewards.registry import check_reward_columns, first_rows, parse_reward_spec
     from .tasks import load_raw_dataset, prepare_prompts, resolve_model_path
 
     ks = parse_ks(args.k, args.n)  # fail on a bad k before loading anything
@@ -61,16 +114,21 @@ def _eval(args: argparse.Namespace) -> int:
     splits = load_raw_dataset(args.dataset, args.dataset_config)
     if args.split not in splits:
         raise SystemExit(f"--split {args.split!r} is not in {args.dataset}; it has {list(splits)}.")
+    solution_column = args.solution_column
+    if solution_column is None and "solution" in splits[args.split].column_names:
+        solution_column = "solution"
     dataset = prepare_prompts(
         splits[args.split],
         prompt_column=args.prompt_column,
-        solution_column=args.solution_column,
+        solution_column=solution_column,
         prompt_template=args.prompt_template,
         system_prompt=args.system_prompt,
         conversational=args.conversational,
     )
     if args.num_prompts is not None:
         dataset = dataset.select(range(min(args.num_prompts, len(dataset))))
+    # The reward reads the dataset's columns (the code reward finds its test format): checked before any loading.
+    check_reward_columns([reward], dataset.column_names, first_rows(dataset))
 
     model_path = resolve_model_path(args.model)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -120,7 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--title", help="Figure title (default: the run folder's name).")
     plot.set_defaults(handler=_plot)
 
-    rewards = commands.add_parser("rewards", help="List the registered reward functions.")
+    rewards = commands.add_parser(
+        "rewards", help="List the registered reward functions, or show one reward's arguments (`rewards code`)."
+    )
+    rewards.add_argument("name", nargs="?", help="A reward name or alias: print its arguments and defaults.")
     rewards.set_defaults(handler=_rewards)
 
     sandbox = commands.add_parser(
@@ -142,7 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--split", default="test", help="Split to evaluate (default: test).")
     evaluate.add_argument("--num-prompts", type=int, help="Evaluate only the first N prompts.")
     evaluate.add_argument("--prompt-column", default="prompt")
-    evaluate.add_argument("--solution-column", default="solution", help="Reference answers; dotted for nested fields.")
+    evaluate.add_argument(
+        "--solution-column",
+        help="Reference answers; dotted for nested fields (default: `solution` if the dataset has it; code datasets "
+        "need none, the `code` reward reads their tests).",
+    )
     evaluate.add_argument(
         "--prompt-template", help="Build prompts from columns, e.g. '{question}\\nAnswer in \\boxed{}.'."
     )
