@@ -327,6 +327,7 @@ def load_answer_forms() -> list[dict]:
                         "category": entry["class"],
                         "form": entry["form"],
                         "before_rules": entry.get("before_rules", False),
+                        "after_rules": entry.get("after_rules", False),
                     }
                 )
     return rows
