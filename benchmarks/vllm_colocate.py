@@ -50,6 +50,7 @@ from trl_ext import DAPOConfig, DAPOTrainer
 
 TARGET_OVERHEAD_RATIO = 1.02
 TARGET_FORWARD_ROWS_PER_KEPT = 1.05
+PARTS = ("overhead", "dynamic_sampling")
 
 
 def vllm_settings(max_model_length: int) -> dict:
@@ -84,7 +85,19 @@ def measure_overhead(args, model_dir: Path, scratch: Path) -> dict:
         pair = overhead.run_pair(order, configs, model_dir, dataset, args.seed)
         runs = pair["runs"]
         ratio = runs["dapo"]["median_step_s"] / runs["grpo"]["median_step_s"]
-        repeats.append({"order": order, "ratio": ratio, "median_pair_ratio": pair["median_pair_ratio"], "runs": runs})
+        # Same seed, same vLLM engine seed: the two trainers must sample and compute the same thing.
+        loss_gap = max(
+            (abs(a - b) for a, b in zip(runs["grpo"]["losses"], runs["dapo"]["losses"], strict=True)), default=0.0
+        )
+        repeats.append(
+            {
+                "order": order,
+                "ratio": ratio,
+                "median_pair_ratio": pair["median_pair_ratio"],
+                "max_loss_difference": loss_gap,
+                "runs": runs,
+            }
+        )
         print(
             f"overhead repeat {repeat + 1}/{args.repeats} ({'-'.join(order)}): GRPO "
             f"{runs['grpo']['median_step_s']:.4f} s, DAPO {runs['dapo']['median_step_s']:.4f} s, ratio {ratio:.4f}",
@@ -96,6 +109,7 @@ def measure_overhead(args, model_dir: Path, scratch: Path) -> dict:
         "min_ratio": min(ratios),
         "max_ratio": max(ratios),
         "median_pair_ratio": median([repeat["median_pair_ratio"] for repeat in repeats]),
+        "max_loss_difference": max(repeat["max_loss_difference"] for repeat in repeats),
         "target_ratio": TARGET_OVERHEAD_RATIO,
     }
     summary["meets_target"] = summary["median_ratio"] <= TARGET_OVERHEAD_RATIO
@@ -216,13 +230,18 @@ def measure_dynamic_sampling(args, model_dir: Path, scratch: Path) -> list[dict]
     return runs
 
 
-def report(overhead_result: dict, runs: list[dict]) -> list[dict]:
-    summary = overhead_result["summary"]
-    print(
-        f"\nDAPO (additions off) / GRPO under vLLM: median ratio {summary['median_ratio']:.4f} (range "
-        f"{summary['min_ratio']:.4f}-{summary['max_ratio']:.4f}); target <= {TARGET_OVERHEAD_RATIO}: "
-        f"{'met' if summary['meets_target'] else 'MISSED'}"
-    )
+def report(overhead_result: dict | None, runs: list[dict]) -> list[dict]:
+    if overhead_result is not None:
+        summary = overhead_result["summary"]
+        print(
+            f"\nDAPO (additions off) / GRPO under vLLM: median ratio {summary['median_ratio']:.4f} (range "
+            f"{summary['min_ratio']:.4f}-{summary['max_ratio']:.4f}; median step-pair ratio "
+            f"{summary['median_pair_ratio']:.4f}); target <= {TARGET_OVERHEAD_RATIO}: "
+            f"{'met' if summary['meets_target'] else 'MISSED'}; largest loss difference "
+            f"{summary['max_loss_difference']:.3g}"
+        )
+    if not runs:
+        return []
     headers = [
         "p", "rounds/step", "seq/kept", "seq/kept x p", "forward rows/kept", "carried/step", "dropped/step",
         "s/step", "carry staleness bound",
@@ -273,6 +292,7 @@ def main(argv=None):
     parser.add_argument("--max-completion-length", type=int, default=8)
     parser.add_argument("--max-model-length", type=int, default=64, help="vllm_max_model_length")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     add_common_arguments(parser, model="tiny-128")
     args = parser.parse_args(argv)
     if args.quick:
@@ -287,8 +307,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         model_dir = save_model(args.model, scratch / "model", seed=args.seed)
-        overhead_result = measure_overhead(args, model_dir, scratch)
-        runs = measure_dynamic_sampling(args, model_dir, scratch)
+        overhead_result = measure_overhead(args, model_dir, scratch) if "overhead" in args.parts else None
+        runs = measure_dynamic_sampling(args, model_dir, scratch) if "dynamic_sampling" in args.parts else []
     verdicts = report(overhead_result, runs)
 
     import vllm

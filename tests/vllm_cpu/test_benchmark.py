@@ -17,6 +17,7 @@ def test_vllm_benchmark_quick_measures_overhead_and_dynamic_sampling(tmp_path):
     result = json.loads(out.read_text())
     summary = result["overhead"]["summary"]
     assert summary["median_ratio"] > 0 and summary["target_ratio"] == 1.02
+    assert summary["max_loss_difference"] == 0.0  # same seeds, same engines: the two trainers compute the same
     pair = result["overhead"]["repeats"][0]["runs"]
     assert len(pair["grpo"]["step_seconds"]) == len(pair["dapo"]["step_seconds"]) == 3
     (run,) = result["runs"]
