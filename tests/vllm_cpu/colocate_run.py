@@ -22,17 +22,9 @@ sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1]), str(
 from conftest import make_prompt_dataset, tiny_training_settings
 from parameter_digest import state_dict_digest
 from trl import GRPOConfig, GRPOTrainer
-from vllm_support import GROUP
+from vllm_support import GROUP, NUM_PROMPTS, STEPS, informative
 
 from trl_ext import DAPOConfig, DAPOTrainer
-
-NUM_PROMPTS = 64
-STEPS = 4
-
-
-def informative(prompt_id: int) -> bool:
-    """A quarter of the prompts is informative: the keep rate is 0.25, so most steps need a refill or a carry."""
-    return prompt_id % 4 == 1
 
 
 def quarter_informative_reward(prompts, completions, id, **kwargs):

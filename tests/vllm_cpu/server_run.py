@@ -24,12 +24,12 @@ import torch
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
 
-from colocate_run import NUM_PROMPTS, quarter_informative_reward
+from colocate_run import quarter_informative_reward
 from conftest import make_prompt_dataset, tiny_training_settings
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
 from trl.generation.vllm_client import VLLMClient
-from vllm_support import GROUP
+from vllm_support import GROUP, NUM_PROMPTS
 
 from trl_ext import DAPOConfig, DAPOTrainer
 

@@ -11,8 +11,10 @@ import math
 from collections import Counter
 
 import pytest
-from colocate_run import GROUP, STEPS, informative
 from vllm_support import (
+    GROUP,
+    STEPS,
+    informative,
     launch_two_processes,
     read_reports,
     requires_vllm,
