@@ -14,15 +14,21 @@ from typing import Any
 from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
 
 from .arithmetic import make_arithmetic_dataset
+from .code_functions import make_code_dataset
 
 BUILTIN_PREFIX = "builtin:"
 
 # Built-in tasks: name -> builder of a DatasetDict with `train` and `test` splits.
-BUILTIN_TASKS = {"arithmetic": make_arithmetic_dataset}
+BUILTIN_TASKS = {"arithmetic": make_arithmetic_dataset, "code-functions": make_code_dataset}
 
 # Built-in models ship as package data, next to this package.
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
-BUILTIN_MODELS = {"tiny-arithmetic": ASSETS_DIR / "tiny-arithmetic"}
+BUILTIN_MODELS = {"tiny-arithmetic": ASSETS_DIR / "tiny-arithmetic", "tiny-code": ASSETS_DIR / "tiny-code"}
+# The script that builds each one (warm start included).
+BUILTIN_MODEL_SCRIPTS = {
+    "tiny-arithmetic": "scripts/make_default_checkpoint.py",
+    "tiny-code": "scripts/make_code_checkpoint.py",
+}
 
 _FILE_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".arrow": "arrow"}
 
@@ -42,7 +48,7 @@ def resolve_model_path(name_or_path: str) -> str:
     if not (directory / "config.json").is_file():
         raise FileNotFoundError(
             f"The built-in model {name_or_path!r} is missing from {directory}; rebuild it with "
-            "`python scripts/make_default_checkpoint.py`."
+            f"`python {BUILTIN_MODEL_SCRIPTS[name_or_path[len(BUILTIN_PREFIX) :]]}`."
         )
     return str(directory)
 
