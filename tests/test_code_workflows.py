@@ -132,3 +132,18 @@ def test_cli_eval_refuses_a_dataset_the_reward_cannot_read_before_loading_the_mo
                 "1",
             ]
         )
+
+
+@pytest.mark.slow
+def test_trl_grpo_trains_a_step_on_a_humaneval_style_dataset_with_the_code_reward(
+    code_reward, tiny_model_dir, tmp_path
+):
+    dataset = dataset_of(CASES["humaneval #0"])
+    settings = tiny_training_settings(tmp_path, num_generations=2, per_device_train_batch_size=2, max_steps=1)
+    trainer = GRPOTrainer(
+        model=tiny_model_dir, reward_funcs=[code_reward], args=GRPOConfig(**settings), train_dataset=dataset
+    )
+    trainer.train()
+    assert trainer.state.global_step == 1
+    logged = [entry for entry in trainer.state.log_history if "rewards/code/mean" in entry]
+    assert logged and 0.0 <= logged[0]["rewards/code/mean"] <= 1.0
