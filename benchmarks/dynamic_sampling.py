@@ -70,10 +70,9 @@ from _common import (
     write_json,
 )
 from datasets import Dataset
-from trl import GRPOTrainer
 
 from trl_ext import DAPOConfig, DAPOTrainer
-from trl_ext.sampling import informative_group_mask
+from trl_ext.sampling import DynamicSampler, informative_group_mask
 
 TARGET_ROUNDS_PER_STEP = 1.2
 TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.05
@@ -85,6 +84,7 @@ ADAPTIVE_MAX_ROUNDS = 10  # DAPOConfig's default dynamic_sampling_max_rounds
 
 def informative_ids(ids: list[int], keep_rate: float, salt: str = "") -> frozenset[int]:
     """A pseudo-random subset of exactly `round(keep_rate * len(ids))` ids: those with the smallest hashes."""
+
     def draw(prompt_id: int) -> bytes:
         return hashlib.blake2b(f"{salt}:{prompt_id}".encode(), digest_size=8).digest()
 
@@ -128,6 +128,7 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         self.carry_forward_rows: list[int] = []  # of which: the behaviour-policy forwards carrying adds
         self._scoring = False
         self._train_groups = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
+        self.sampler.train_groups = self._train_groups
 
     def _generate_and_score_completions(self, inputs):
         if not self.model.training:
@@ -156,7 +157,7 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         return super()._policy_log_probs(prompt_ids, *args, **kwargs)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        assembling = self._assembled_rewards is not None  # TRL scoring the assembled batch: not a generation round
+        assembling = self._assembled is not None  # TRL scoring the assembled batch: not a generation round
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if not assembling:
             informative = informative_group_mask(rewards_per_func[:, 0].cpu(), self.num_generations)
@@ -171,37 +172,45 @@ class MeasuredDAPOTrainer(DAPOTrainer):
         return min(self._train_groups, sum(informative for informative, _ in looked_at) + carried)
 
 
-class VerlTrainer(MeasuredDAPOTrainer):
+class VerlSampler(DynamicSampler):
     """Every round generates for a fixed `3 x` the train batch of prompts, whatever the batch still lacks."""
 
-    scheme = "verl"
+    train_groups = 0  # groups per process in a train batch (set by the trainer)
 
-    def _prompts_for(self, *args, **kwargs) -> int:
-        return VERL_GEN_BATCH_MULTIPLE * self._train_groups
+    def _prompts_for(self, deficits, max_prompts) -> int:
+        return VERL_GEN_BATCH_MULTIPLE * self.train_groups
+
+
+class VerlTrainer(MeasuredDAPOTrainer):
+    scheme = "verl"
+    sampler_class = VerlSampler
+
+
+class ResampleSampler(DynamicSampler):
+    """Every round regenerates one train batch of fresh prompts; ms-swift's fallback when they fall short."""
+
+    train_groups = 0  # groups per process in a train batch (set by the trainer)
+
+    def _prompts_for(self, deficits, max_prompts) -> int:
+        return self.train_groups
+
+    def next_batch(self, inputs, source, *, policy_version, draw_key):
+        batch = super().next_batch(inputs, source, policy_version=policy_version, draw_key=draw_key)
+        if batch.report.exhausted:
+            # ms-swift generates one more resample before its loop tests the retry counter, then discards it:
+            # generate and score it (recorded by the trainer's `_calculate_rewards`), and count it as generated.
+            draw = random.Random(f"{self.settings.seed}:{draw_key}")
+            groups = len(inputs) // self.settings.group_size
+            extra = self._refill_inputs(draw.sample(range(self.refills.dataset_size), groups))
+            source.generate_and_score(extra, [])
+            source.discarded_rounds[-1] += 1
+            batch.report.rows_per_round.append(len(extra) * self.processes.num_processes)
+        return batch
 
 
 class ResampleTrainer(MeasuredDAPOTrainer):
-    """Every round regenerates one train batch of fresh prompts; ms-swift's fallback when they fall short."""
-
     scheme = "resample"
-
-    def _prompts_for(self, *args, **kwargs) -> int:
-        return self._train_groups
-
-    def _on_rounds_exhausted(self, *args, **kwargs):
-        # ms-swift generates one more resample before its loop tests the retry counter, then discards it: generate
-        # and score it (recorded by `_calculate_rewards`), and drop the generation metrics TRL logged for it.
-        metrics = self._metrics["train"]
-        logged_before = {name: len(values) for name, values in metrics.items()}
-        draw = random.Random(f"{self.args.seed}:{self.state.global_step}")
-        extra_inputs = self._refill_inputs(draw.sample(range(len(self.train_dataset)), self._train_groups))
-        extra_prompts = [row["prompt"] for row in extra_inputs]
-        generation = GRPOTrainer._generate(self, extra_prompts)
-        self._calculate_rewards(extra_inputs, extra_prompts, generation[3], generation[1])
-        for name, values in metrics.items():
-            del values[logged_before.get(name, 0) :]
-        self.discarded_rounds[-1] += 1
-        super()._on_rounds_exhausted(*args, **kwargs)
+    sampler_class = ResampleSampler
 
     def kept_groups(self, rounds, discarded, carried):
         looked_at = rounds[: len(rounds) - discarded]
@@ -439,7 +448,7 @@ def main(argv=None):
     ]  # fmt: skip
     rows = []
     for run in runs:
-        all_steps, later = run["all_steps"], run.get("after_first_step", run["all_steps"])
+        all_steps, later = (run["all_steps"], run.get("after_first_step", run["all_steps"]))
         rows.append(
             [
                 run["keep_rate"],

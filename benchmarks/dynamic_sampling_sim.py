@@ -1,12 +1,11 @@
 """Dynamic sampling, simulated: what each request rule costs, with and without carrying surplus groups over.
 
-No model and no trainer loop: every prompt group is informative independently with probability `p` (a binomial
-draw per round and process), and each scheme decides, step after step, how many prompts a generation round
-requests, as the trainer would. The decisions are the package's own: the adaptive request is
-`DAPOTrainer._prompts_for` called on the trainer's `KeepRateEstimator`s (`prompts_to_request` at the configured
-confidence, per-process keep rates), the carry schemes hold their surplus in `trl_ext.sampling.CarryBuffer`, and the
-back-off scenario uses `BackoffController`. What the simulation leaves out: generation time (rounds are counted,
-not timed) and any change of the keep rate over training.
+No model and no trainer: every prompt group is informative independently with probability `p`, and the package's
+own `DynamicSampler` (the object `DAPOTrainer` runs) decides, step after step, how many prompts each generation round
+requests, what it keeps, what it carries and when it backs off. Each simulated process is a thread; the sampler's
+collectives are exchanges between the threads. A group holds two completions, rewarded (1, 0) when informative and
+(0, 0) otherwise. What the simulation leaves out: generation time (rounds are counted, not timed) and any change of
+the keep rate over training.
 
 Schemes (32 prompt groups per process and step, at most 10 rounds, at most 8x the batch per round):
 
@@ -17,34 +16,34 @@ Schemes (32 prompt groups per process and step, at most 10 rounds, at most 8x th
   one update per step) and are used first at the next step;
 - **expected+carry**: with carry, each round requests about the expected number of prompts, `lacking / p_hat`,
   instead of a confidence tail (the same request at confidence 0.5, the median);
-- **verl**: every round generates 3x the batch, accumulates, and discards the surplus.
+- **verl**: every round generates 3x the batch, accumulates, and discards the surplus (the sampler with its request
+  rule replaced and carrying off).
 
 A step's batch is full when it holds 32 informative groups per process; a kept sequence belongs to an informative
-group of a trained batch. Groups left in the buffer at the end of a run count as generated and not kept.
+group of a trained batch. Groups left in the buffer at the end of a run count as generated and not kept. Every
+batch generates at least one prompt per process, as the trainer does, even when carried groups would fill it.
 Reported per scheme and keep rate: sequences generated per kept sequence times p (1.0 = nothing wasted), rounds per
 step, and for the carry schemes the staleness and the carried share of the trained groups; over long runs (steady
 state) and over many 30-step runs (the length of `benchmarks/dynamic_sampling.py`, first-step costs included).
 
-    python benchmarks/dynamic_sampling_sim.py --out benchmarks/results/dynamic_sampling_sim.json   # about 2 min
+    python benchmarks/dynamic_sampling_sim.py --out benchmarks/results/dynamic_sampling_sim.json   # about 15 min
     python benchmarks/dynamic_sampling_sim.py --quick                                                # seconds
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import types
+import threading
 from dataclasses import dataclass, field
 
 import _common  # noqa: F401  (offline environment, import path)
 import numpy as np
 import torch
 from _common import format_table, machine_info, write_json
+from datasets import Dataset
 
-from trl_ext.sampling.backoff import BackoffController, SamplingMode
-from trl_ext.sampling.carry import CarriedGroup, CarryBuffer
-from trl_ext.sampling.dynamic_sampling import KeepRateEstimator
-from trl_ext.trainers.dapo_trainer import DAPOTrainer
+from trl_ext.sampling import BackoffController, DynamicSampler, SamplerSettings
+from trl_ext.sampling.assembly import rollout_rows
 
 TARGET_ROUNDS_PER_STEP = 1.2
 TARGET_SEQUENCES_PER_KEPT_TIMES_P = 1.05
@@ -56,7 +55,7 @@ VERL_GEN_BATCH_MULTIPLE = 3
 @dataclass(frozen=True)
 class Scheme:
     name: str
-    rule: str  # "tail": DAPOTrainer._prompts_for at `confidence`; "verl": a fixed 3x the batch per round
+    rule: str  # "tail": the sampler's request at `confidence`; "verl": a fixed 3x the batch per round
     confidence: float = 0.95
     carry: bool = False
     max_staleness: int = 1
@@ -74,6 +73,10 @@ SCHEMES = [
 ]
 
 
+GROUP_SIZE = 2
+DATASET_SIZE = 4096
+
+
 @dataclass
 class Totals:
     steps: int = 0
@@ -81,7 +84,6 @@ class Totals:
     groups_generated: int = 0
     groups_kept: int = 0
     filled_steps: int = 0
-    zero_round_steps: int = 0
     carried_used: int = 0
     carried_expired: int = 0
     carried_overflow: int = 0
@@ -91,62 +93,136 @@ class Totals:
     per_step_generated: list[int] = field(default_factory=list)
 
 
-def trainer_request(confidence: float, estimators: list[KeepRateEstimator]):
-    """DAPOTrainer's own `_prompts_for`, bound to the simulated estimators and confidence."""
-    trainer = types.SimpleNamespace(
-        args=types.SimpleNamespace(dynamic_sampling_confidence=confidence), _keep_rates=estimators
+class Lockstep:
+    """Simulated processes as threads: a gather hands every thread the values all of them put in."""
+
+    def __init__(self, num_processes: int):
+        self.num_processes = num_processes
+        self._barrier = threading.Barrier(num_processes)
+        self._slots: list = [None] * num_processes
+
+    def process(self, index: int):
+        lockstep = self
+
+        class Process:
+            num_processes, process_index = lockstep.num_processes, index
+
+            def gather(self, value):
+                return lockstep.exchange(index, value)
+
+        return Process()
+
+    def exchange(self, index: int, value) -> list:
+        self._slots[index] = value
+        self._barrier.wait()
+        values = list(self._slots)
+        self._barrier.wait()
+        return values
+
+
+class BernoulliGroups:
+    """A `RoundSource` in which each prompt group is informative with probability `keep_rate`."""
+
+    def __init__(self, keep_rate: float, rng: np.random.Generator, process):
+        self.keep_rate, self.rng, self.process = keep_rate, rng, process
+
+    def generate_and_score(self, inputs, held_environments):
+        groups = len(inputs) // GROUP_SIZE
+        informative = self.rng.random(groups) < self.keep_rate
+        rewards = torch.tensor([[1.0 if found and row == 0 else 0.0] for found in informative for row in (0, 1)])
+        generation = ([[0]] * len(inputs), [[1]] * len(inputs), None, [""] * len(inputs), None, {}, None, [])
+        rows = rollout_rows(
+            generation, inputs=inputs, prompts=[row["prompt"] for row in inputs], rewards=rewards, extra_logs={},
+            environments=None,
+        )  # fmt: skip
+        gathered = torch.cat(self.process.gather(rewards)) if self.process.num_processes > 1 else rewards
+        return rows, gathered
+
+    def record_behaviour(self, groups) -> None:
+        return None
+
+
+class NeverBackingOff(BackoffController):
+    """The sampler before back-off existed: it over-samples whatever the keep rate."""
+
+    def observe_round(self, informative: int, groups: int) -> bool:
+        return False
+
+
+class VerlSampler(DynamicSampler):
+    """verl's request rule: every round generates for 3x the batch, whatever it still lacks."""
+
+    groups = 0
+
+    def _prompts_for(self, deficits, max_prompts) -> int:
+        return VERL_GEN_BATCH_MULTIPLE * self.groups
+
+
+def make_sampler(scheme: Scheme, groups: int, dataset: Dataset, process, seed: int) -> DynamicSampler:
+    settings = SamplerSettings(
+        group_size=GROUP_SIZE,
+        max_rounds=MAX_ROUNDS,
+        max_oversampling=MAX_OVERSAMPLING,
+        confidence=scheme.confidence,
+        on_exhausted="warn",
+        carry_max_groups=groups if scheme.carry else 0,
+        carry_max_staleness=scheme.max_staleness if scheme.carry else 0,
+        max_skip_probability=0.0,
+        seed=seed,
+        shuffle=True,
+        filter_used=torch.tensor([True]),
+        filter_weights=torch.tensor([1.0]),
     )
-    return lambda deficits, max_prompts: DAPOTrainer._prompts_for(trainer, deficits, max_prompts)
+    sampler = (VerlSampler if scheme.rule == "verl" else DynamicSampler)(settings, dataset, process)
+    sampler.groups = groups
+    if not scheme.backoff:
+        sampler.backoff = NeverBackingOff.from_config(MAX_OVERSAMPLING, MAX_ROUNDS)
+    return sampler
 
 
 def run(scheme: Scheme, keep_rate: float, steps: int, groups: int, processes: int, rng: np.random.Generator) -> Totals:
-    """One training run of `steps` steps; the policy version advances by one per step."""
-    estimators = [KeepRateEstimator() for _ in range(processes)]
-    if scheme.rule == "tail":
-        request = trainer_request(scheme.confidence, estimators)
+    """One training run of `steps` steps, each process a thread; the policy version advances by one per step."""
+    dataset = Dataset.from_dict({"prompt": [f"prompt {index}" for index in range(DATASET_SIZE)]})
+    lockstep = Lockstep(processes)
+    seeds = rng.integers(2**31, size=processes + 1)
+    reports: list[list] = [[] for _ in range(processes)]
+    samplers: list[DynamicSampler] = []
+
+    def process_run(index: int):
+        process = lockstep.process(index)
+        sampler = make_sampler(scheme, groups, dataset, process, int(seeds[-1]))
+        samplers.append(sampler)
+        source = BernoulliGroups(keep_rate, np.random.default_rng(int(seeds[index])), process)
+        for version in range(steps):
+            first = ((version * processes + index) * groups) % (DATASET_SIZE - groups)
+            prompts = dataset[first : first + groups]["prompt"]
+            inputs = [{"prompt": prompt} for prompt in prompts for _ in range(GROUP_SIZE)]
+            batch = sampler.next_batch(inputs, source, policy_version=version, draw_key=version)
+            reports[index].append(batch.report)
+
+    if processes == 1:
+        process_run(0)
     else:
-        request = lambda deficits, max_prompts: VERL_GEN_BATCH_MULTIPLE * groups  # noqa: E731
-    buffers = [CarryBuffer(max_groups=groups, max_staleness=scheme.max_staleness) for _ in range(processes)]
-    backoff = BackoffController.from_config(MAX_OVERSAMPLING, MAX_ROUNDS) if scheme.backoff else None
-    max_prompts = int(groups * MAX_OVERSAMPLING)
+        threads = [threading.Thread(target=process_run, args=(index,)) for index in range(processes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     totals = Totals()
-    for version in range(steps):
-        kept = torch.zeros(processes, dtype=torch.long)
-        for process, buffer in enumerate(buffers):
-            taken, expired = buffer.take(groups, policy_version=version)
-            kept[process] = len(taken)
-            totals.carried_used += len(taken)
-            totals.carried_expired += expired
-            totals.staleness_sum += sum(group.staleness(version) for group in taken)
-        rounds = generated = 0
-        in_backoff = backoff is not None and backoff.mode is SamplingMode.BACKOFF
-        totals.backoff_steps += in_backoff
-        while rounds < MAX_ROUNDS and bool((kept < groups).any()):
-            deficits = groups - kept
-            num_prompts = groups if in_backoff else request(deficits, max_prompts)
-            informative = torch.from_numpy(rng.binomial(num_prompts, keep_rate, size=processes))
-            for estimator, found in zip(estimators, informative.tolist(), strict=True):
-                estimator.update(found, num_prompts)
-            rounds += 1
-            generated += num_prompts * processes
-            used = torch.minimum(informative, deficits)
-            kept += used
-            if scheme.carry:
-                for process, surplus in enumerate((informative - used).tolist()):
-                    surplus_groups = [CarriedGroup(None, version, prompt_index=-1, process_index=process)] * surplus
-                    totals.carried_overflow += buffers[process].add(surplus_groups)
-            if backoff is not None:
-                backoff.observe_round(int(informative.sum()), num_prompts * processes)
-                if backoff.mode is SamplingMode.BACKOFF:
-                    break
+    for step_reports in zip(*reports, strict=True):
+        first = step_reports[0]  # counts over all processes are the same in every report
         totals.steps += 1
-        totals.rounds += rounds
-        totals.zero_round_steps += rounds == 0
-        totals.groups_generated += generated
-        totals.groups_kept += int(kept.sum())
-        totals.filled_steps += bool((kept >= groups).all())
-        totals.per_step_generated.append(generated)
-    totals.carried_left = sum(len(buffer) for buffer in buffers)
+        totals.rounds += first.rounds_run
+        totals.groups_generated += first.groups_sampled
+        totals.groups_kept += first.fresh_groups_kept + sum(report.carried_groups for report in step_reports)
+        totals.filled_steps += not first.exhausted
+        totals.carried_used += sum(report.carried_groups for report in step_reports)
+        totals.carried_expired += sum(report.carry_expired for report in step_reports)
+        totals.carried_overflow += sum(report.carry_overflow for report in step_reports)
+        totals.staleness_sum += sum(report.carried_staleness for report in step_reports)
+        totals.backoff_steps += first.backing_off  # backing off when the step ended
+        totals.per_step_generated.append(first.groups_sampled)
+    totals.carried_left = sum(len(sampler.carry) for sampler in samplers)
     return totals
 
 
@@ -163,7 +239,6 @@ def summarise(runs: list[Totals], keep_rate: float, groups: int, processes: int)
         "sequences_per_kept": per_kept,
         "sequences_per_kept_times_p": per_kept * keep_rate,
         "filled_fraction": sum(t.filled_steps for t in runs) / steps,
-        "steps_without_generation": sum(t.zero_round_steps for t in runs) / steps,
         "carried_fraction_of_kept": used / kept if kept else 0.0,
         "mean_staleness_of_carried": sum(t.staleness_sum for t in runs) / used if used else 0.0,
         "carried_expired_per_step": sum(t.carried_expired for t in runs) / steps,
@@ -187,6 +262,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke mode: short runs")
     parser.add_argument("--out", help="write the results as JSON to this path")
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # tensors of a few hundred values: threads only contend
     if args.quick:
         args.steady_steps, args.short_runs, args.backoff_steps = 200, 5, 20
 
@@ -262,7 +338,13 @@ def main(argv=None):
     print(
         format_table(
             [
-                "p", "groups", "scheme", "first step x batch", "later steps x batch", "rounds/step", "back-off steps",
+                "p",
+                "groups",
+                "scheme",
+                "first step x batch",
+                "later steps x batch",
+                "rounds/step",
+                "back-off steps",
                 "kept / batch",
             ],  # fmt: skip
             backoff_rows,

@@ -25,6 +25,8 @@ def test_simulation_short_run(tmp_path):
     assert runs["adaptive"]["steady"]["carried_fraction_of_kept"] == 0.0
     # verl generates 3 batches per round: at p = 0.5 one round fills the batch, 1.5 sequences per kept x p.
     assert runs["verl"]["steady"]["sequences_per_kept_times_p"] >= 1.5 - 1e-9
+    # The simulation runs the package's sampler: every step generates at least one round.
+    assert all(run["steady"]["rounds_per_step"] >= 1.0 for run in runs.values())
     # Constant rewards: with back-off, the steps after the first cost one plain batch.
     constant = {(r["scheme"], r["groups"]): r for r in result["constant_rewards"] if r["keep_rate"] == 0.0}
     assert constant[("adaptive+backoff", 32)]["later_steps_generated_over_batch"] == 1.0

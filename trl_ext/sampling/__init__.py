@@ -1,5 +1,6 @@
-"""Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and which prompt groups to keep, how many prompts to request, where refill prompts come from,
-which surplus groups to carry over, which prompts to skip, and when to stop over-sampling."""
+"""Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and the decisions it takes:
+which prompt groups to keep, how many prompts to request, where refill prompts come from, which surplus groups to
+carry over, which prompts to skip, and when to stop over-sampling. Nothing here imports TRL."""
 
 from .backoff import BackoffController, SamplingMode
 from .carry import (

@@ -28,9 +28,7 @@ GENERATION_FIELDS = (
     "images",
     "tool_images",
 )
-EXTRA_FIELD = (
-    "extra_fields."  # column prefix of a `rollout_func`'s extra per-row fields
-)
+EXTRA_FIELD = "extra_fields."  # column prefix of a `rollout_func`'s extra per-row fields
 LOG_COLUMN = "log."  # column prefix of the extra log columns reward functions wrote (`log_extra`)
 # Column of the sampled tokens' log-probs under the generating policy, recorded while `transformers` generated.
 POLICY_LOGPROBS = "policy_logprobs"
@@ -55,16 +53,11 @@ class Rows:
     def select(self, rows: list[int]) -> Rows:
         """The rows at `rows`, in that order, every column alike."""
         return Rows(
-            {
-                name: None if values is None else [values[row] for row in rows]
-                for name, values in self.columns.items()
-            }
+            {name: None if values is None else [values[row] for row in rows] for name, values in self.columns.items()}
         )
 
     def without(self, names: tuple[str, ...]) -> Rows:
-        return Rows(
-            {name: values for name, values in self.columns.items() if name not in names}
-        )
+        return Rows({name: values for name, values in self.columns.items() if name not in names})
 
     @staticmethod
     def concat(parts: list[Rows]) -> Rows:
@@ -75,46 +68,28 @@ class Rows:
             if all(part.columns.get(name) is None for part in parts):
                 columns[name] = None
                 continue
-            columns[name] = [
-                value
-                for part in parts
-                for value in (part.columns.get(name) or [None] * len(part))
-            ]
+            columns[name] = [value for part in parts for value in (part.columns.get(name) or [None] * len(part))]
         return Rows(columns)
 
     def generation(self) -> tuple:
         """TRL's `_generate` output for these rows."""
         extra = {
-            name[len(EXTRA_FIELD) :]: values
-            for name, values in self.columns.items()
-            if name.startswith(EXTRA_FIELD)
+            name[len(EXTRA_FIELD) :]: values for name, values in self.columns.items() if name.startswith(EXTRA_FIELD)
         }
         fields = {name: self.columns.get(name) for name in GENERATION_FIELDS}
         fields["extra_fields"] = extra
-        fields["tool_images"] = (
-            fields["tool_images"] or []
-        )  # TRL's value when no tool ran
+        fields["tool_images"] = fields["tool_images"] or []  # TRL's value when no tool ran
         return tuple(fields[name] for name in GENERATION_FIELDS)
 
     def extra_logs(self) -> dict[str, list]:
-        return {
-            name[len(LOG_COLUMN) :]: values
-            for name, values in self.columns.items()
-            if name.startswith(LOG_COLUMN)
-        }
+        return {name[len(LOG_COLUMN) :]: values for name, values in self.columns.items() if name.startswith(LOG_COLUMN)}
 
 
-def extra_per_row_fields(
-    extra_fields: dict[str, Any], num_rows: int
-) -> dict[str, list]:
+def extra_per_row_fields(extra_fields: dict[str, Any], num_rows: int) -> dict[str, list]:
     """A `rollout_func`'s extra fields, checked to hold one value per row (TRL merges them into the reward inputs)."""
     for name, values in extra_fields.items():
         if not isinstance(values, list) or len(values) != num_rows:
-            got = (
-                f"a list of {len(values)}"
-                if isinstance(values, list)
-                else type(values).__name__
-            )
+            got = f"a list of {len(values)}" if isinstance(values, list) else type(values).__name__
             raise RowFieldError(
                 f"Dynamic sampling keeps and drops the rows of a rollout one by one, so every extra field a "
                 f"`rollout_func` returns must be a list with one value per completion; field {name!r} is {got} for "
@@ -185,9 +160,7 @@ def carried_round(carried: list[CarriedGroup]) -> Round:
     return Round(rows=rows, kept=len(carried), spare=0)
 
 
-def assemble(
-    rounds: list[Round], fillers: list[torch.Tensor], group_size: int
-) -> tuple[Rows, int]:
+def assemble(rounds: list[Round], fillers: list[torch.Tensor], group_size: int) -> tuple[Rows, int]:
     """The kept groups of every round, then the filler groups (their rows come last), and the number of kept rows."""
     kept = [held.rows.select(list(range(held.kept * group_size))) for held in rounds]
     filled = [
@@ -198,18 +171,12 @@ def assemble(
     return rows, sum(len(part) for part in kept)
 
 
-def sampled_log_probs(
-    columns: dict[str, list | None], row: int, column: str = "logprobs"
-) -> torch.Tensor | None:
+def sampled_log_probs(columns: dict[str, list | None], row: int, column: str = "logprobs") -> torch.Tensor | None:
     """The sampled tokens' log-probs of `row` in `column`: by default those the generation backend returned (a
     `rollout_func`, vLLM); `POLICY_LOGPROBS` for those recorded while `transformers` generated. None where there
     are none, or not one finite value per completion token."""
     values = (columns.get(column) or [None] * (row + 1))[row]
-    if (
-        values is None
-        or len(values) != len(columns["completion_ids"][row])
-        or any(v is None for v in values)
-    ):
+    if values is None or len(values) != len(columns["completion_ids"][row]) or any(v is None for v in values):
         return None
     logps = torch.tensor(values, dtype=torch.float32)
     return logps if bool(torch.isfinite(logps).all()) else None
@@ -239,9 +206,7 @@ def images_from_tensors(value):
 
     if isinstance(value, dict):
         if _IMAGE_KEY in value:
-            return Image.frombytes(
-                value["mode"], tuple(value["size"]), value[_IMAGE_KEY].numpy().tobytes()
-            )
+            return Image.frombytes(value["mode"], tuple(value["size"]), value[_IMAGE_KEY].numpy().tobytes())
         return {key: images_from_tensors(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(images_from_tensors(item) for item in value)

@@ -20,22 +20,9 @@ from typing import Any, Protocol
 import torch
 from datasets import IterableDataset
 
-from .assembly import (
-    Round,
-    Rows,
-    assemble,
-    carried_payload,
-    carried_round,
-    completion_lengths,
-    group_rows,
-)
+from .assembly import Round, Rows, assemble, carried_payload, carried_round, completion_lengths, group_rows
 from .backoff import BackoffController, SamplingMode
-from .carry import (
-    CarriedGroup,
-    CarryBuffer,
-    first_round_plans,
-    surplus_informative_groups,
-)
+from .carry import CarriedGroup, CarryBuffer, first_round_plans, surplus_informative_groups
 from .dynamic_sampling import (
     KeepRateEstimator,
     filter_rewards,
@@ -45,13 +32,7 @@ from .dynamic_sampling import (
     spare_groups_to_fill,
 )
 from .prompt_history import PromptHistory, group_outcomes
-from .refill import (
-    RefillSampler,
-    StreamRefillSampler,
-    draw_unskipped,
-    prompt_index,
-    prompt_key,
-)
+from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
 
 logger = logging.getLogger(__name__)
 
@@ -74,9 +55,7 @@ class Processes(Protocol):
 class RoundSource(Protocol):
     """What generates and scores the rows of a round; for `DAPOTrainer`, the trainer itself."""
 
-    def generate_and_score(
-        self, inputs: list[dict[str, Any]], held_environments: list
-    ) -> tuple[Rows, torch.Tensor]:
+    def generate_and_score(self, inputs: list[dict[str, Any]], held_environments: list) -> tuple[Rows, torch.Tensor]:
         """Generate one completion per row of `inputs` and score it.
 
         `held_environments` are the environment instances of rows kept from earlier rounds, which this round must
@@ -102,9 +81,7 @@ class SamplerSettings:
     max_skip_probability: float
     seed: int
     shuffle: bool
-    filter_used: (
-        torch.Tensor
-    )  # (F,) bool: the reward functions that decide informativeness
+    filter_used: torch.Tensor  # (F,) bool: the reward functions that decide informativeness
     filter_weights: torch.Tensor  # (F,) their weights
 
 
@@ -124,7 +101,12 @@ class BatchReport:
     prompts_skipped: int = 0  # over all processes
     carried_groups: int = 0
     carried_staleness: int = 0  # summed over the carried groups
-    carry_dropped: int = 0
+    carry_expired: int = 0  # carried groups too stale to be used
+    carry_overflow: int = 0  # carried groups dropped to keep the buffer within its size
+
+    @property
+    def carry_dropped(self) -> int:
+        return self.carry_expired + self.carry_overflow
 
 
 @dataclass
@@ -171,29 +153,19 @@ class DynamicSampler:
                 shuffle=settings.shuffle,
             )
             # A dataset of an environment that owns its data may hold no prompts: its rows are then not told apart.
-            indices = prompt_index(
-                dataset["prompt"] if "prompt" in dataset.column_names else []
-            )
+            prompts = dataset.select_columns(["prompt"]).to_dict()["prompt"] if "prompt" in dataset.column_names else []
+            indices = prompt_index(prompts)
             self.prompt_identity = lambda prompt: indices.get(prompt_key(prompt), -1)
             self._refill_row, self._skip_patience = dataset.__getitem__, len(dataset)
         else:  # a stream
-            self.refills = StreamRefillSampler(
-                dataset, seed=settings.seed, shuffle=settings.shuffle
-            )
+            self.refills = StreamRefillSampler(dataset, seed=settings.seed, shuffle=settings.shuffle)
             self.prompt_identity, self._refill_row = prompt_key, self.refills.row
             self._skip_patience = STREAM_SKIP_PATIENCE
         self.keep_rates = [KeepRateEstimator() for _ in range(processes.num_processes)]
-        self.backoff = BackoffController.from_config(
-            settings.max_oversampling, settings.max_rounds
-        )
-        self.carry = CarryBuffer(
-            max_groups=settings.carry_max_groups,
-            max_staleness=settings.carry_max_staleness,
-        )
+        self.backoff = BackoffController.from_config(settings.max_oversampling, settings.max_rounds)
+        self.carry = CarryBuffer(max_groups=settings.carry_max_groups, max_staleness=settings.carry_max_staleness)
         self.prompt_history = (
-            PromptHistory(
-                seed=settings.seed, max_skip_probability=settings.max_skip_probability
-            )
+            PromptHistory(seed=settings.seed, max_skip_probability=settings.max_skip_probability)
             if settings.max_skip_probability > 0
             else None
         )
@@ -207,13 +179,9 @@ class DynamicSampler:
         process's carried groups (payloads of tensors and plain containers, for `torch.save`)."""
         return {
             "shared": {
-                "keep_rate_windows": [
-                    estimator.state_dict() for estimator in self.keep_rates
-                ],
+                "keep_rate_windows": [estimator.state_dict() for estimator in self.keep_rates],
                 "backoff": self.backoff.state_dict(),
-                "prompt_history": self.prompt_history.state_dict()
-                if self.prompt_history
-                else None,
+                "prompt_history": self.prompt_history.state_dict() if self.prompt_history else None,
                 "refill_stream": getattr(self.refills, "state_dict", dict)(),
             },
             "carry": self.carry.state_dict(),
@@ -237,9 +205,7 @@ class DynamicSampler:
             estimator.load_state_dict(window)
         if shared.get("backoff"):
             self.backoff.load_state_dict(shared["backoff"])
-        if shared.get("refill_stream") and isinstance(
-            self.refills, StreamRefillSampler
-        ):
+        if shared.get("refill_stream") and isinstance(self.refills, StreamRefillSampler):
             self.refills.load_state_dict(shared["refill_stream"])
         if self.prompt_history is not None and shared.get("prompt_history"):
             self.prompt_history.load_state_dict(shared["prompt_history"])
@@ -247,12 +213,7 @@ class DynamicSampler:
     # --------------------------------------------------------------------------------------------- the loop
 
     def next_batch(
-        self,
-        inputs: list[dict[str, Any]],
-        source: RoundSource,
-        *,
-        policy_version: int,
-        draw_key: int,
+        self, inputs: list[dict[str, Any]], source: RoundSource, *, policy_version: int, draw_key: int
     ) -> SampledBatch:
         """Generate and score rounds until every process holds `len(inputs) // G` informative groups.
 
@@ -263,38 +224,21 @@ class DynamicSampler:
             draw_key: identifies the generation batch (refill draws and skip coins are functions of it).
         """
         settings, processes = self.settings, self.processes
-        group_size, rank, num_processes = (
-            settings.group_size,
-            processes.process_index,
-            processes.num_processes,
-        )
+        group_size, rank, num_processes = (settings.group_size, processes.process_index, processes.num_processes)
         groups_needed = len(inputs) // group_size
         max_prompts = max(groups_needed, int(groups_needed * settings.max_oversampling))
         report = BatchReport(backing_off=self.backoff.mode is SamplingMode.BACKOFF)
 
-        report.carry_dropped = self.carry.expire(policy_version)
-        local_indices = [
-            self.prompt_identity(row.get("prompt")) for row in inputs[::group_size]
-        ]
-        gathered = processes.gather(
-            (local_indices, [group.prompt_index for group in self.carry])
-        )
+        report.carry_expired = self.carry.expire(policy_version)
+        local_indices = [self.prompt_identity(row.get("prompt")) for row in inputs[::group_size]]
+        gathered = processes.gather((local_indices, [group.prompt_index for group in self.carry]))
         indices_per_process = [indices for indices, _ in gathered]
         # Groups carried from the last batch count as kept; refills never draw their prompts nor the batch's.
-        available = torch.tensor(
-            [min(len(carried), groups_needed) for _, carried in gathered]
-        )
-        batch_indices = [
-            index
-            for indices, carried in gathered
-            for index in indices + carried
-            if index >= 0
-        ]
+        available = torch.tensor([min(len(carried), groups_needed) for _, carried in gathered])
+        batch_indices = [index for indices, carried in gathered for index in indices + carried if index >= 0]
         cursor = 0
 
-        kept_per_process = torch.zeros(
-            num_processes, dtype=torch.long
-        )  # fresh informative groups kept
+        kept_per_process = torch.zeros(num_processes, dtype=torch.long)  # fresh informative groups kept
         surplus: list[CarriedGroup] = []
         rounds: list[Round] = []
         held_environments: list = []  # environments of the rows kept so far: later rounds must not reset them
@@ -304,124 +248,63 @@ class DynamicSampler:
                 # Carried groups count first, so the first round generates only for what they leave open (one
                 # plain batch when backing off): the sampler's own prompts first, refills for the rest.
                 lacking = torch.tensor([groups_needed]) - available
-                size = (
-                    groups_needed
-                    if report.backing_off
-                    else max(1, self._prompts_for(lacking, max_prompts))
-                )
-                carried_prompts = {
-                    index for _, carried in gathered for index in carried
-                }
-                skips = [
-                    self._skip_prompts(indices, draw_key, 0)
-                    for indices in indices_per_process
-                ]
-                counts, kept_batch, local_groups = first_round_plans(
-                    indices_per_process, skips, carried_prompts, size
-                )
+                size = groups_needed if report.backing_off else max(1, self._prompts_for(lacking, max_prompts))
+                carried_prompts = {index for _, carried in gathered for index in carried}
+                skips = [self._skip_prompts(indices, draw_key, 0) for indices in indices_per_process]
+                counts, kept_batch, local_groups = first_round_plans(indices_per_process, skips, carried_prompts, size)
                 report.prompts_skipped += sum(map(sum, skips))
-                own_rows = [
-                    group * group_size + offset
-                    for group in local_groups[rank]
-                    for offset in range(group_size)
-                ]
+                own_rows = [group * group_size + offset for group in local_groups[rank] for offset in range(group_size)]
             else:
                 deficits = (groups_needed - available - kept_per_process).clamp(min=0)
                 counts = [self._prompts_for(deficits, max_prompts)] * num_processes
                 kept_batch, own_rows = [[] for _ in range(num_processes)], []
-            refills, cursor, skipped_refills = self._draw_refills(
-                draw_key, batch_indices, cursor, counts, round_index
-            )
+            refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
             report.prompts_skipped += skipped_refills
-            round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(
-                refills[rank]
-            )
-            round_indices = [
-                index
-                for own, drawn in zip(kept_batch, refills, strict=True)
-                for index in own + drawn
-            ]
-            round_rows, rewards_per_func = source.generate_and_score(
-                round_inputs, held_environments
-            )
+            round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(refills[rank])
+            round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
+            round_rows, rewards_per_func = source.generate_and_score(round_inputs, held_environments)
             report.rows_per_round.append(len(round_inputs) * num_processes)
             report.generated_tokens += sum(completion_lengths(round_rows.generation()))
 
-            rewards = filter_rewards(
-                rewards_per_func, settings.filter_weights, settings.filter_used
-            )
-            informative = (
-                informative_group_mask(rewards, group_size)
-                .view(num_processes, -1)
-                .cpu()
-            )
+            rewards = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used)
+            informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
             if self.prompt_history is not None:
-                self.prompt_history.record(
-                    round_indices, group_outcomes(rewards.cpu(), group_size)
-                )
-            for estimator, process_informative in zip(
-                self.keep_rates, informative, strict=True
-            ):
-                estimator.update(
-                    int(process_informative.sum()), process_informative.numel()
-                )
+                self.prompt_history.record(round_indices, group_outcomes(rewards.cpu(), group_size))
+            for estimator, process_informative in zip(self.keep_rates, informative, strict=True):
+                estimator.update(int(process_informative.sum()), process_informative.numel())
             report.groups_sampled += informative.numel()
             report.informative_sampled += int(informative.sum())
 
-            deficit = (
-                groups_needed - int(available[rank]) - int(kept_per_process[rank])
-            )  # what carried ones leave
+            deficit = groups_needed - int(available[rank]) - int(kept_per_process[rank])  # what carried ones leave
             kept = groups_to_keep(informative[rank], deficit)
             room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
-            selected = round_rows.select(
-                group_rows(torch.cat([kept, spare]), group_size).tolist()
-            )
+            selected = round_rows.select(group_rows(torch.cat([kept, spare]), group_size).tolist())
             rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare)))
             held_environments += selected.columns["environments"] or []
             if self.carry.max_staleness > 0:
-                first_group = sum(
-                    len(own) + len(drawn)
-                    for own, drawn in list(zip(kept_batch, refills))[:rank]
-                )
+                first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
                 surplus += [
                     CarriedGroup(
-                        {
-                            "rows": carried_payload(
-                                round_rows.select(
-                                    group_rows(torch.tensor([group]), group_size)
-                                )
-                            )
-                        },
+                        {"rows": carried_payload(round_rows.select(group_rows(torch.tensor([group]), group_size)))},
                         generated_at=policy_version,
                         prompt_index=round_indices[first_group + group],
                         process_index=rank,
                     )
-                    for group in surplus_informative_groups(
-                        informative[rank], deficit, self.carry.max_groups
-                    ).tolist()
+                    for group in surplus_informative_groups(informative[rank], deficit, self.carry.max_groups).tolist()
                 ]
-            kept_per_process += torch.minimum(
-                informative.sum(dim=1), groups_needed - available - kept_per_process
-            )
+            kept_per_process += torch.minimum(informative.sum(dim=1), groups_needed - available - kept_per_process)
             self.backoff.observe_round(int(informative.sum()), informative.numel())
             if bool((kept_per_process + available >= groups_needed).all()):
                 report.exhausted = False
                 break
-            if (
-                self.backoff.mode is SamplingMode.BACKOFF
-            ):  # more rounds would not fill the batch
+            if self.backoff.mode is SamplingMode.BACKOFF:  # more rounds would not fill the batch
                 break
         report.rounds_run = len(rounds)
         report.fresh_groups_kept = int(kept_per_process.sum())
-        if (
-            report.exhausted and not report.backing_off
-        ):  # once backing off, the back-off notice has said it all
+        if report.exhausted and not report.backing_off:  # once backing off, the back-off notice has said it all
             self._on_rounds_exhausted(
-                len(rounds),
-                int((kept_per_process + available).min()),
-                groups_needed,
-                policy_version,
+                len(rounds), int((kept_per_process + available).min()), groups_needed, policy_version
             )
         report.backing_off = self._announce_backoff(report.backing_off, policy_version)
 
@@ -430,25 +313,17 @@ class DynamicSampler:
         if carried:
             rounds.insert(0, carried_round(carried))
         report.carried_groups = len(carried)
-        report.carried_staleness = sum(
-            group.staleness(policy_version) for group in carried
-        )
+        report.carried_staleness = sum(group.staleness(policy_version) for group in carried)
         any_carried = any(processes.gather(bool(carried)))
         source.record_behaviour(surplus)
-        report.carry_dropped += self.carry.add(surplus)
+        report.carry_overflow = self.carry.add(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill(
-            [torch.arange(held.spare) for held in rounds],
-            shortfall if report.exhausted else 0,
+            [torch.arange(held.spare) for held in rounds], shortfall if report.exhausted else 0
         )
         rows, num_kept_rows = assemble(rounds, fillers, group_size)
-        lengths = zip(
-            rows.columns["prompt_ids"][:num_kept_rows],
-            completion_lengths(rows.generation())[:num_kept_rows],
-        )
-        report.trained_tokens = sum(
-            len(prompt_ids) + length for prompt_ids, length in lengths
-        )
+        lengths = zip(rows.columns["prompt_ids"][:num_kept_rows], completion_lengths(rows.generation())[:num_kept_rows])
+        report.trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
         self._check_filter_filters(report.informative_sampled == report.groups_sampled)
         return SampledBatch(
             rows=rows,
@@ -464,25 +339,16 @@ class DynamicSampler:
     def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
         """Prompts per process for the next round (see `prompts_for_processes`)."""
         rates = [estimator.estimate() for estimator in self.keep_rates]
-        return prompts_for_processes(
-            deficits.tolist(), rates, self.settings.confidence, max_prompts
-        )
+        return prompts_for_processes(deficits.tolist(), rates, self.settings.confidence, max_prompts)
 
-    def _skip_prompts(
-        self, indices: list[int], draw_key: int, round_index: int
-    ) -> list[bool]:
+    def _skip_prompts(self, indices: list[int], draw_key: int, round_index: int) -> list[bool]:
         """Which prompts the prompt history says not to generate for (never without a history)."""
         if self.prompt_history is None:
             return [False] * len(indices)
         return self.prompt_history.should_skip(indices, draw_key, round_index)
 
     def _draw_refills(
-        self,
-        draw_key: int,
-        batch_indices: list[int],
-        cursor: int,
-        counts: Sequence[int],
-        round_index: int,
+        self, draw_key: int, batch_indices: list[int], cursor: int, counts: Sequence[int], round_index: int
     ) -> tuple[list[list[int]], int, int]:
         """`counts[p]` fresh prompts for each process `p`, from the batch's draw order, past skipped prompts.
 
@@ -491,25 +357,14 @@ class DynamicSampler:
         of prompts skipped.
         """
         chosen, cursor, skipped = draw_unskipped(
-            take=lambda start, count: self.refills.take(
-                draw_key, batch_indices, start, count
-            ),
-            should_skip=lambda indices: self._skip_prompts(
-                indices, draw_key, round_index
-            ),
+            take=lambda start, count: self.refills.take(draw_key, batch_indices, start, count),
+            should_skip=lambda indices: self._skip_prompts(indices, draw_key, round_index),
             start=cursor,
             count=sum(counts),
             patience=self._skip_patience,
         )
         starts = [sum(counts[:process]) for process in range(len(counts))]
-        return (
-            [
-                chosen[start : start + count]
-                for start, count in zip(starts, counts, strict=True)
-            ],
-            cursor,
-            skipped,
-        )
+        return ([chosen[start : start + count] for start, count in zip(starts, counts, strict=True)], cursor, skipped)
 
     def _refill_inputs(self, indices: list[int]) -> list[dict[str, Any]]:
         """The training rows of `indices`, each repeated once per generation."""
@@ -519,9 +374,7 @@ class DynamicSampler:
 
     # --------------------------------------------------------------------------------------------- notices
 
-    def _on_rounds_exhausted(
-        self, rounds_run: int, fewest_kept: int, groups_needed: int, step: int
-    ):
+    def _on_rounds_exhausted(self, rounds_run: int, fewest_kept: int, groups_needed: int, step: int):
         limit = self.settings.max_rounds
         why = (
             f"it reached dynamic_sampling_max_rounds={limit}"
@@ -529,23 +382,18 @@ class DynamicSampler:
             else "the recent keep rate fell below what over-sampling can fill, so it stopped early and backs off"
         )
         message = (
-            f"Dynamic sampling ran {rounds_run} generation round(s) at step {step} and stopped ({why}); a process still holds only {fewest_kept} of its {groups_needed} informative prompt groups: most "
-            "groups get identical rewards (the task is too easy or too hard for the model, or the reward does not "
-            "discriminate)."
+            f"Dynamic sampling ran {rounds_run} generation round(s) at step {step} and stopped ({why}); a process "
+            f"still holds only {fewest_kept} of its {groups_needed} informative prompt groups: most groups get "
+            "identical rewards (the task is too easy or too hard for the model, or the reward does not discriminate)."
         )
         if self.settings.on_exhausted == "raise":
-            fix = (
-                "Raise dynamic_sampling_max_rounds, check"
-                if rounds_run >= limit
-                else "Check"
-            )
+            fix = "Raise dynamic_sampling_max_rounds, check" if rounds_run >= limit else "Check"
             raise RuntimeError(
                 f"{message} {fix} the rewards, or set dynamic_sampling_on_exhausted='warn' to train on the partial "
                 "batch."
             )
         logger.warning(
-            message
-            + " The batch is completed with uninformative groups, which train on nothing; see the metric "
+            message + " The batch is completed with uninformative groups, which train on nothing; see the metric "
             "dynamic_sampling/rounds_exhausted."
         )
 
@@ -561,10 +409,7 @@ class DynamicSampler:
                 "discriminates."
             )
             if self.settings.on_exhausted == "raise":
-                raise RuntimeError(
-                    message
-                    + " Stopping, as dynamic_sampling_on_exhausted='raise' asks."
-                )
+                raise RuntimeError(message + " Stopping, as dynamic_sampling_on_exhausted='raise' asks.")
             (logger.info if self._backoff_announced else logger.warning)(message)
             self._backoff_announced = True
         elif was_backing_off and not backing_off:
@@ -572,9 +417,7 @@ class DynamicSampler:
         return backing_off
 
     def _check_filter_filters(self, all_informative: bool):
-        self._always_informative_batches = (
-            self._always_informative_batches + 1 if all_informative else 0
-        )
+        self._always_informative_batches = self._always_informative_batches + 1 if all_informative else 0
         if self._always_informative_batches == ALWAYS_INFORMATIVE_BATCHES:
             logger.warning(
                 f"Dynamic sampling kept every prompt group for {ALWAYS_INFORMATIVE_BATCHES} generation batches in a "

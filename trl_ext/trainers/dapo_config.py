@@ -87,9 +87,7 @@ class DAPOConfig(GRPOConfig):
     # DAPO's defaults for fields inherited from GRPOConfig
     epsilon_high: float | None = field(
         default=0.28,
-        metadata={
-            "help": "Upper-bound epsilon for clipping (clip-higher). DAPO uses 0.28 with a lower bound of 0.2."
-        },
+        metadata={"help": "Upper-bound epsilon for clipping (clip-higher). DAPO uses 0.28 with a lower bound of 0.2."},
     )
 
     # Dynamic sampling
@@ -109,9 +107,7 @@ class DAPOConfig(GRPOConfig):
     )
     dynamic_sampling_max_rounds: int = field(
         default=10,
-        metadata={
-            "help": "Most generation rounds per batch, the first included, before giving up on filling it."
-        },
+        metadata={"help": "Most generation rounds per batch, the first included, before giving up on filling it."},
     )
     dynamic_sampling_on_exhausted: str = field(
         default="warn",
@@ -130,9 +126,7 @@ class DAPOConfig(GRPOConfig):
     )
     dynamic_sampling_max_oversampling: float = field(
         default=8.0,
-        metadata={
-            "help": "A round generates for at most this many times the per-process prompt batch."
-        },
+        metadata={"help": "A round generates for at most this many times the per-process prompt batch."},
     )
 
     dynamic_sampling_max_skip_probability: float = field(
@@ -153,17 +147,13 @@ class DAPOConfig(GRPOConfig):
     )
     dynamic_sampling_carry_max_groups: int | None = field(
         default=None,
-        metadata={
-            "help": "Most surplus groups carried per process. None: one per-process batch of groups."
-        },
+        metadata={"help": "Most surplus groups carried per process. None: one per-process batch of groups."},
     )
 
     # Overlong reward shaping
     soft_overlong_punishment: bool = field(
         default=True,
-        metadata={
-            "help": "Add DAPO's soft overlong punishment to the reward (L_max = max_completion_length)."
-        },
+        metadata={"help": "Add DAPO's soft overlong punishment to the reward (L_max = max_completion_length)."},
     )
     overlong_buffer_length: int | None = field(
         default=None,
@@ -174,9 +164,7 @@ class DAPOConfig(GRPOConfig):
     )
     overlong_penalty_factor: float = field(
         default=1.0,
-        metadata={
-            "help": "Weight of the soft overlong punishment in the summed reward."
-        },
+        metadata={"help": "Weight of the soft overlong punishment in the summed reward."},
     )
 
     def __post_init__(self):
@@ -193,9 +181,7 @@ class DAPOConfig(GRPOConfig):
 
     def _validate_dynamic_sampling(self):
         if self.dynamic_sampling_max_rounds < 1:
-            raise ValueError(
-                f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}."
-            )
+            raise ValueError(f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}.")
         if self.dynamic_sampling_on_exhausted not in ON_EXHAUSTED_CHOICES:
             raise ValueError(
                 f"dynamic_sampling_on_exhausted must be one of {list(ON_EXHAUSTED_CHOICES)}, got "
@@ -224,9 +210,7 @@ class DAPOConfig(GRPOConfig):
                 f"{self.dynamic_sampling_carry_max_staleness}."
             )
         if self.dynamic_sampling_carry_max_groups is None:
-            self.dynamic_sampling_carry_max_groups = (
-                per_process_batch // self.num_generations
-            )
+            self.dynamic_sampling_carry_max_groups = per_process_batch // self.num_generations
         if self.dynamic_sampling_carry_max_groups < 0:
             raise ValueError(
                 f"dynamic_sampling_carry_max_groups must be at least 0, got {self.dynamic_sampling_carry_max_groups}."
@@ -256,9 +240,7 @@ class DAPOConfig(GRPOConfig):
                 "the punishment is added to the reward), or set soft_overlong_punishment=False."
             )
         if self.overlong_buffer_length is None:
-            self.overlong_buffer_length = max(
-                1, round(0.2 * self.max_completion_length)
-            )
+            self.overlong_buffer_length = max(1, round(0.2 * self.max_completion_length))
         if not 0 < self.overlong_buffer_length <= self.max_completion_length:
             raise ValueError(
                 f"overlong_buffer_length must be between 1 and max_completion_length={self.max_completion_length}, "

@@ -17,11 +17,7 @@ from ..sampling import filter_reward_mask
 from ..sampling.sampler import BatchReport, DynamicSampler, SamplerSettings
 from .dapo_config import DAPOConfig
 from .dataset_checks import check_dataset, resolve_reward_names
-from .scoring import (
-    TRL_CONTINUOUS_REWARD_NAMES,
-    is_shaping_reward,
-    merge_generation_metrics,
-)
+from .scoring import TRL_CONTINUOUS_REWARD_NAMES, is_shaping_reward, merge_generation_metrics
 from .trl_bridge import DynamicSamplingBridge, Processes
 
 logger = logging.get_logger(__name__)
@@ -57,6 +53,8 @@ class DAPOTrainer(DynamicSamplingBridge):
     (carried surplus groups), and `dynamic_sampling/prompts_skipped` (the opt-in prompt history).
     """
 
+    # The dynamic sampler's class: a subclass changes how rounds are requested (see benchmarks/dynamic_sampling.py).
+    sampler_class = DynamicSampler
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
     _paper = {
@@ -90,11 +88,7 @@ class DAPOTrainer(DynamicSamplingBridge):
         arguments["reward_funcs"] = resolve_reward_names(arguments["reward_funcs"])
         reward_funcs = arguments["reward_funcs"]
         reward_funcs = (
-            []
-            if reward_funcs is None
-            else reward_funcs
-            if isinstance(reward_funcs, list)
-            else [reward_funcs]
+            [] if reward_funcs is None else reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
         )
         check_dataset(reward_funcs, arguments["train_dataset"])
         # Without a reward function TRL refuses to train ("No reward source"): never hide that behind the penalty.
@@ -105,25 +99,15 @@ class DAPOTrainer(DynamicSamplingBridge):
                     "its own (soft_overlong_punishment=True) a second time. Remove one of the two to silence this."
                 )
             else:
-                (
-                    config,
-                    arguments["reward_funcs"],
-                    arguments["reward_processing_classes"],
-                ) = _with_overlong_punishment(
+                (config, arguments["reward_funcs"], arguments["reward_processing_classes"]) = _with_overlong_punishment(
                     config, reward_funcs, arguments["reward_processing_classes"]
                 )
         arguments["args"] = config
         super().__init__(**arguments)
 
-        self._judging = torch.tensor(
-            [not is_shaping_reward(func) for func in self.reward_funcs]
-        )
+        self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
         if self.args.dynamic_sampling and self.train_dataset is not None:
-            self.sampler = DynamicSampler(
-                self._sampler_settings(),
-                self.train_dataset,
-                Processes(self.accelerator),
-            )
+            self.sampler = DynamicSampler(self._sampler_settings(), self.train_dataset, Processes(self.accelerator))
 
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
 
@@ -157,10 +141,7 @@ class DAPOTrainer(DynamicSamplingBridge):
             name
             for name, func, judging in zip(names, self.reward_funcs, used, strict=True)
             if judging
-            and (
-                isinstance(func, nn.Module)
-                or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES
-            )
+            and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
         ]
         if continuous:
             logger.warning(
@@ -173,19 +154,14 @@ class DAPOTrainer(DynamicSamplingBridge):
 
     # ------------------------------------------------------------------------------------- dynamic sampling
 
-    def _generate_and_score_completions(
-        self, inputs: list[dict[str, Any]]
-    ) -> dict[str, torch.Tensor | Any]:
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
         if self.sampler is None or not self.model.training:
             return super()._generate_and_score_completions(inputs)
         logged_before = self._metric_positions()
         tokens_before = self.state.num_input_tokens_seen
         with self.awake_generation_engine():
             batch = self.sampler.next_batch(
-                inputs,
-                self,
-                policy_version=self.state.global_step,
-                draw_key=self._refill_draw_key(),
+                inputs, self, policy_version=self.state.global_step, draw_key=self._refill_draw_key()
             )
         self._pending_log_columns(batch.rows.extra_logs())
         self._log_batch_metrics(batch.report, logged_before, tokens_before)
@@ -197,9 +173,7 @@ class DAPOTrainer(DynamicSamplingBridge):
         accumulation = self.args.gradient_accumulation_steps
         return self.state.global_step * accumulation + self._step % accumulation
 
-    def _log_batch_metrics(
-        self, report: BatchReport, logged_before: dict[str, int], tokens_before: int
-    ):
+    def _log_batch_metrics(self, report: BatchReport, logged_before: dict[str, int], tokens_before: int):
         """One entry per metric for the generation batch: TRL's per-round entries merged by sample, `num_tokens`
         counting trained rows only, and the `dynamic_sampling/*` metrics (process-local counts summed)."""
         counts = [
@@ -210,9 +184,7 @@ class DAPOTrainer(DynamicSamplingBridge):
             report.carry_dropped,
         ]
         generated, trained, carried_groups, staleness_sum, carry_dropped = (
-            self.accelerator.gather(
-                torch.tensor(counts, device=self.accelerator.device).unsqueeze(0)
-            )
+            self.accelerator.gather(torch.tensor(counts, device=self.accelerator.device).unsqueeze(0))
             .sum(dim=0)
             .tolist()
         )
@@ -220,10 +192,7 @@ class DAPOTrainer(DynamicSamplingBridge):
         self.state.num_input_tokens_seen = tokens_before + trained
         self._metrics["train"]["num_tokens"] = [self.state.num_input_tokens_seen]
         self._replace_metric_entries(
-            logged_before,
-            lambda per_round: merge_generation_metrics(
-                per_round, report.rows_per_round
-            ),
+            logged_before, lambda per_round: merge_generation_metrics(per_round, report.rows_per_round)
         )
         sampled = report.groups_sampled
         values = {
@@ -237,9 +206,7 @@ class DAPOTrainer(DynamicSamplingBridge):
             "backoff": report.backing_off,
             "prompts_skipped": report.prompts_skipped,
             "carried_groups": carried_groups,
-            "carried_staleness": staleness_sum / carried_groups
-            if carried_groups
-            else 0.0,
+            "carried_staleness": staleness_sum / carried_groups if carried_groups else 0.0,
             "carry_dropped": carry_dropped,
         }
         for name, value in values.items():
@@ -250,24 +217,16 @@ _GRPO_INIT_SIGNATURE = inspect.signature(GRPOTrainer.__init__)
 
 
 def _is_overlong(reward_func) -> bool:
-    return isinstance(reward_func, SoftOverlongPunishment) or getattr(
-        reward_func, "__name__", None
-    ) == ("soft_overlong_punishment_reward")
+    return isinstance(reward_func, SoftOverlongPunishment) or getattr(reward_func, "__name__", None) == (
+        "soft_overlong_punishment_reward"
+    )
 
 
-def _with_overlong_punishment(
-    config: DAPOConfig, reward_funcs, reward_processing_classes
-):
+def _with_overlong_punishment(config: DAPOConfig, reward_funcs, reward_processing_classes):
     """Append the soft overlong punishment to the reward functions, without touching the user's objects."""
-    punishment = SoftOverlongPunishment(
-        config.max_completion_length, config.overlong_buffer_length
-    )
+    punishment = SoftOverlongPunishment(config.max_completion_length, config.overlong_buffer_length)
     config = copy.copy(config)
-    user_weights = (
-        config.reward_weights
-        if config.reward_weights is not None
-        else [1.0] * len(reward_funcs)
-    )
+    user_weights = config.reward_weights if config.reward_weights is not None else [1.0] * len(reward_funcs)
     config.reward_weights = [*user_weights, config.overlong_penalty_factor]
     if reward_processing_classes is not None:
         if not isinstance(reward_processing_classes, list):

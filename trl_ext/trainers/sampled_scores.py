@@ -25,16 +25,10 @@ class SampledTokenScores:
     """
 
     def __init__(self, model, temperature: float):
-        self.model = (
-            model.get_base_model() if hasattr(model, "get_base_model") else model
-        )
+        self.model = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.temperature = temperature
-        self._steps: list[
-            torch.Tensor
-        ] = []  # (B,) log-prob of the token sampled at each finished step
-        self._pending: torch.Tensor | None = (
-            None  # (B, V) log-probs of the last step, until its token is known
-        )
+        self._steps: list[torch.Tensor] = []  # (B,) log-prob of the token sampled at each finished step
+        self._pending: torch.Tensor | None = None  # (B, V) log-probs of the last step, until its token is known
         self._prefills = 0
         self._handles = []
 
@@ -54,9 +48,7 @@ class SampledTokenScores:
         input_ids = kwargs.get("input_ids", args[0] if args else None)
         if input_ids is None:
             return
-        if _is_prefill(
-            input_ids, kwargs.get("cache_position")
-        ):  # the start of a `generate` call
+        if _is_prefill(input_ids, kwargs.get("cache_position")):  # the start of a `generate` call
             self._prefills += 1
             self._pending = None
             return
@@ -75,20 +67,13 @@ class SampledTokenScores:
         if self._prefills != 1 or self._pending is None:
             return None
         steps = len(self._steps) + 1
-        if len(completion_ids) != self._pending.size(0) or any(
-            len(ids) > steps for ids in completion_ids
-        ):
+        if len(completion_ids) != self._pending.size(0) or any(len(ids) > steps for ids in completion_ids):
             return None
         last = torch.tensor(
-            [ids[-1] if len(ids) == steps else 0 for ids in completion_ids],
-            device=self._pending.device,
+            [ids[-1] if len(ids) == steps else 0 for ids in completion_ids], device=self._pending.device
         )
-        table = torch.stack(
-            [*self._steps, self._pending.gather(1, last.unsqueeze(1)).squeeze(1)], dim=1
-        ).cpu()
-        return [
-            table[row, : len(ids)].tolist() for row, ids in enumerate(completion_ids)
-        ]
+        table = torch.stack([*self._steps, self._pending.gather(1, last.unsqueeze(1)).squeeze(1)], dim=1).cpu()
+        return [table[row, : len(ids)].tolist() for row, ids in enumerate(completion_ids)]
 
 
 def _is_prefill(input_ids: torch.Tensor, cache_position: torch.Tensor | None) -> bool:
@@ -98,12 +83,9 @@ def _is_prefill(input_ids: torch.Tensor, cache_position: torch.Tensor | None) ->
     return input_ids.size(1) > 1
 
 
-def scores_agree(
-    pairs: list[tuple[torch.Tensor, torch.Tensor]], atol: float = AGREEMENT_ATOL
-) -> bool:
+def scores_agree(pairs: list[tuple[torch.Tensor, torch.Tensor]], atol: float = AGREEMENT_ATOL) -> bool:
     """Whether recorded log-probs equal a forward's, token by token, within `atol` (`(recorded, forward)` pairs)."""
     return all(
-        recorded.shape == forward.shape
-        and bool(torch.allclose(recorded, forward.float(), rtol=0.0, atol=atol))
+        recorded.shape == forward.shape and bool(torch.allclose(recorded, forward.float(), rtol=0.0, atol=atol))
         for recorded, forward in pairs
     )

@@ -73,10 +73,7 @@ class Processes:
     """The trainer's processes as `DynamicSampler` sees them."""
 
     def __init__(self, accelerator):
-        self.num_processes, self.process_index = (
-            accelerator.num_processes,
-            accelerator.process_index,
-        )
+        self.num_processes, self.process_index = (accelerator.num_processes, accelerator.process_index)
 
     def gather(self, value: Any) -> list[Any]:
         return gather_object([value])
@@ -111,24 +108,18 @@ class DynamicSamplingBridge(GRPOTrainer):
 
     # ------------------------------------------------------------------------------------- rounds (RoundSource)
 
-    def generate_and_score(
-        self, inputs: list[dict[str, Any]], held_environments: list
-    ) -> tuple[Rows, torch.Tensor]:
+    def generate_and_score(self, inputs: list[dict[str, Any]], held_environments: list) -> tuple[Rows, torch.Tensor]:
         """Generate and score one round: its rows (with their local rewards) and the gathered `(N, F)` rewards.
 
         Environments still needed by rows of earlier rounds are kept out of TRL's pool, so this round resets others.
         """
-        with self._environments_lent(
-            lambda pool: free_instances(pool, held_environments)
-        ):
+        with self._environments_lent(lambda pool: free_instances(pool, held_environments)):
             generation, prompts = self._generate_round(inputs)
         # Reward functions see a rollout function's extra fields as dataset columns, as TRL merges them.
         for name, values in extra_per_row_fields(generation[5], len(inputs)).items():
             for row, value in zip(inputs, values, strict=True):
                 row[name] = value
-        rewards_per_func = self._calculate_rewards(
-            inputs, prompts, generation[3], generation[1]
-        )
+        rewards_per_func = self._calculate_rewards(inputs, prompts, generation[3], generation[1])
         extra_logs = dict(self._pending_extra_logs)
         self._pending_extra_logs.clear()
         rank = self.accelerator.process_index
@@ -138,9 +129,7 @@ class DynamicSamplingBridge(GRPOTrainer):
             prompts=prompts,
             rewards=rewards_per_func[rank * len(inputs) : (rank + 1) * len(inputs)],
             extra_logs=extra_logs,
-            environments=list(self.environments)
-            if self.environment_factories
-            else None,
+            environments=list(self.environments) if self.environment_factories else None,
         )
         rows.columns[POLICY_LOGPROBS] = self._round_scores
         return rows, rewards_per_func
@@ -156,46 +145,24 @@ class DynamicSamplingBridge(GRPOTrainer):
         """
         if self._corrects_with_current_policy:
             return
-        rows = [
-            (group.payload["rows"], row)
-            for group in groups
-            for row in range(self.num_generations)
-        ]
+        rows = [(group.payload["rows"], row) for group in groups for row in range(self.num_generations)]
         backend = [sampled_log_probs(columns, row) for columns, row in rows]
         recorded = [
-            None
-            if self._recorded_scores_agree is False
-            else sampled_log_probs(columns, row, POLICY_LOGPROBS)
+            None if self._recorded_scores_agree is False else sampled_log_probs(columns, row, POLICY_LOGPROBS)
             for columns, row in rows
         ]
-        logps = [
-            b if b is not None else r for b, r in zip(backend, recorded, strict=True)
-        ]
-        checking = self._recorded_scores_agree is None and any(
-            r is not None for r in recorded
-        )
+        logps = [b if b is not None else r for b, r in zip(backend, recorded, strict=True)]
+        checking = self._recorded_scores_agree is None and any(r is not None for r in recorded)
         forwarded_rows = [
             position
-            for position, (value, record) in enumerate(
-                zip(logps, recorded, strict=True)
-            )
+            for position, (value, record) in enumerate(zip(logps, recorded, strict=True))
             if value is None or (checking and record is not None)
         ]
         forwarded = self._log_probs_of_rows(
-            [
-                (
-                    rows[p][0]["prompt_ids"][rows[p][1]],
-                    rows[p][0]["completion_ids"][rows[p][1]],
-                )
-                for p in forwarded_rows
-            ]
+            [(rows[p][0]["prompt_ids"][rows[p][1]], rows[p][0]["completion_ids"][rows[p][1]]) for p in forwarded_rows]
         )
         if checking:
-            pairs = [
-                (recorded[p], value)
-                for p, value in zip(forwarded_rows, forwarded)
-                if recorded[p] is not None
-            ]
+            pairs = [(recorded[p], value) for p, value in zip(forwarded_rows, forwarded) if recorded[p] is not None]
             self._recorded_scores_agree = scores_agree(pairs)
             if not self._recorded_scores_agree:
                 logger.warning(
@@ -206,9 +173,7 @@ class DynamicSamplingBridge(GRPOTrainer):
         for position, values in zip(forwarded_rows, forwarded, strict=True):
             logps[position] = values
         for position, group in enumerate(groups):
-            group.payload["logps"] = logps[
-                position * self.num_generations : (position + 1) * self.num_generations
-            ]
+            group.payload["logps"] = logps[position * self.num_generations : (position + 1) * self.num_generations]
 
     def _generate_round(self, inputs: list[dict[str, Any]]) -> tuple[tuple, list]:
         """TRL's `_generate` output for `inputs`, and their prompts as TRL prepared them."""
@@ -219,14 +184,10 @@ class DynamicSamplingBridge(GRPOTrainer):
             return generated.generation, generated.prompts
         finally:
             self._generating_round = False
-        raise RuntimeError(
-            "TRL's _generate_and_score_completions returned without calling _generate."
-        )
+        raise RuntimeError("TRL's _generate_and_score_completions returned without calling _generate.")
 
     def _generate(self, prompts: list):
-        if (
-            self._generating_round
-        ):  # stop TRL right after generating: see `_generate_round`
+        if self._generating_round:  # stop TRL right after generating: see `_generate_round`
             self._round_scores = None
             with self._recording_scores() as recorder:
                 generation = super()._generate(prompts)
@@ -235,30 +196,19 @@ class DynamicSamplingBridge(GRPOTrainer):
             raise _RoundGenerated(generation, prompts)
         if self._assembled is None:
             return super()._generate(prompts)
-        prompts[:] = self._assembled.rows.columns[
-            "prompts"
-        ]  # as TRL prepared them in their own round
+        prompts[:] = self._assembled.rows.columns["prompts"]  # as TRL prepared them in their own round
         return self._assembled.rows.generation()
 
     def _recording_scores(self):
         """Record the sampled tokens' log-probs while `transformers` generates one turn per row and the records are
         still trusted; otherwise record nothing."""
         single_turn_transformers = not (
-            self.use_vllm
-            or self.use_transformers_continuous_batching
-            or self.rollout_func is not None
-            or self.tools
+            self.use_vllm or self.use_transformers_continuous_batching or self.rollout_func is not None or self.tools
         )
         carrying = self.sampler is not None and self.sampler.carry.max_staleness > 0
-        if not (
-            single_turn_transformers
-            and carrying
-            and self._recorded_scores_agree is not False
-        ):
+        if not (single_turn_transformers and carrying and self._recorded_scores_agree is not False):
             return contextlib.nullcontext()
-        return SampledTokenScores(
-            self.accelerator.unwrap_model(self.model), temperature=self.temperature
-        )
+        return SampledTokenScores(self.accelerator.unwrap_model(self.model), temperature=self.temperature)
 
     def _environments_lent(self, lend):
         """While the context runs, TRL draws environments from `lend(pool)`; afterwards the pool is the original
@@ -294,19 +244,13 @@ class DynamicSamplingBridge(GRPOTrainer):
         self._assembled = batch
         try:  # the rows' environments were reset and played already: TRL resets stand-ins instead
             with self._environments_lent(lambda pool: stand_ins(pool, len(batch.rows))):
-                output = super()._generate_and_score_completions(
-                    batch.rows.columns["inputs"]
-                )
+                output = super()._generate_and_score_completions(batch.rows.columns["inputs"])
         finally:
             self._assembled = None
-        if (
-            self.environment_factories
-        ):  # what reward functions saw: each kept row's own (none for carried rows)
+        if self.environment_factories:  # what reward functions saw: each kept row's own (none for carried rows)
             self.environments = batch.rows.columns["environments"]
         if batch.any_carried and not self._corrects_with_current_policy:
-            output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(
-                output, batch
-            )
+            output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output, batch)
             if fresh_rows is not None:
                 output[FRESH_OLD_LOGPS] = fresh_rows
         fillers = batch.filler_rows
@@ -314,24 +258,14 @@ class DynamicSamplingBridge(GRPOTrainer):
             # Filler groups train on nothing: out of the loss, the KL and entropy terms, and the token normaliser.
             output["completion_mask"][fillers.to(output["completion_mask"].device)] = 0
             loss_mask = output["completion_mask"] * output.get("tool_mask", 1)
-            output["num_items_in_batch"] = self.accelerator.gather(
-                loss_mask.sum()
-            ).sum()
+            output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
         return output
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        if (
-            self._assembled is not None
-        ):  # the sampler scored these rows while assembling the batch
-            return self.accelerator.gather(
-                self._assembled.rewards().to(self.accelerator.device)
-            )
-        rewards_per_func = super()._calculate_rewards(
-            inputs, prompts, completions, completion_ids_list
-        )
-        rewards_per_func, unjudged = mark_unjudged_completions(
-            rewards_per_func, self._judging
-        )
+        if self._assembled is not None:  # the sampler scored these rows while assembling the batch
+            return self.accelerator.gather(self._assembled.rewards().to(self.accelerator.device))
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func, unjudged = mark_unjudged_completions(rewards_per_func, self._judging)
         if not self._judging.all():  # else TRL's own check has warned already
             self._warn_unjudged(unjudged, inputs, prompts, completions)
         return rewards_per_func
@@ -340,24 +274,13 @@ class DynamicSamplingBridge(GRPOTrainer):
         """TRL's warning for a completion no reward could judge, with the same wording (and logger), when only the
         shaping rewards scored it."""
         rows = len(prompts)
-        local = unjudged[
-            self.accelerator.process_index * rows : (self.accelerator.process_index + 1)
-            * rows
-        ]
+        local = unjudged[self.accelerator.process_index * rows : (self.accelerator.process_index + 1) * rows]
         if not local.any():
             return
         row = int(local.nonzero()[0][0])
-        row_kwargs = {
-            key: value
-            for key, value in inputs[row].items()
-            if key not in ("prompt", "completion")
-        }
+        row_kwargs = {key: value for key, value in inputs[row].items() if key not in ("prompt", "completion")}
         row_kwargs.update(prompt=prompts[row], completion=completions[row])
-        shaping = [
-            name
-            for name, judging in zip(self.reward_func_names, self._judging.tolist())
-            if not judging
-        ]
+        shaping = [name for name, judging in zip(self.reward_func_names, self._judging.tolist()) if not judging]
         _TRL_LOGGER.warning(
             f"All reward functions returned None for the following kwargs:\n{row_kwargs}\nOnly shaping rewards "
             f"({shaping}) scored it; {int(local.sum())} such completion(s) in this batch are left out of the "
@@ -374,16 +297,12 @@ class DynamicSamplingBridge(GRPOTrainer):
         takes them from the training forward (`per_token_logps.detach()`), and so do these rows, without a forward
         of their own (see `_compute_loss`). Returns the tensor and, in the aligned case, the `(B,)` mask of fresh rows.
         """
-        carried_logps = [
-            logps for payload in batch.carried_payloads for logps in payload["logps"]
-        ]
+        carried_logps = [logps for payload in batch.carried_payloads for logps in payload["logps"]]
         old = output.get("old_per_token_logps")
         fresh_rows = None
         if old is None:
             completion_ids = output["completion_ids"]
-            old = torch.zeros(
-                completion_ids.shape, dtype=torch.float32, device=completion_ids.device
-            )
+            old = torch.zeros(completion_ids.shape, dtype=torch.float32, device=completion_ids.device)
             fresh_rows = torch.ones(old.size(0), dtype=torch.bool, device=old.device)
             fresh_rows[: len(carried_logps)] = False
         else:
@@ -398,10 +317,7 @@ class DynamicSamplingBridge(GRPOTrainer):
         fresh_rows = inputs.get(FRESH_OLD_LOGPS)
         if fresh_rows is None or not bool(fresh_rows.any()):
             return super()._compute_loss(model, inputs)
-        self._old_logps_from_training_forward = (
-            inputs["old_per_token_logps"],
-            fresh_rows,
-        )
+        self._old_logps_from_training_forward = (inputs["old_per_token_logps"], fresh_rows)
         try:
             return super()._compute_loss(model, inputs)
         finally:
@@ -411,67 +327,38 @@ class DynamicSamplingBridge(GRPOTrainer):
         outputs = super()._get_per_token_logps_and_entropies(*args, **kwargs)
         # The first forward of `_compute_loss` is the training forward: its log-probs, detached, are the fresh rows'
         # old log-probs, exactly what TRL uses for every row when no `old_per_token_logps` is given.
-        pending, self._old_logps_from_training_forward = (
-            self._old_logps_from_training_forward,
-            None,
-        )
+        pending, self._old_logps_from_training_forward = (self._old_logps_from_training_forward, None)
         if pending is not None:
             old, fresh_rows = pending
             old[fresh_rows] = outputs[0].detach()[fresh_rows].to(old.dtype)
         return outputs
 
-    def _log_probs_of_rows(
-        self, rows: list[tuple[list[int], list[int]]]
-    ) -> list[torch.Tensor]:
+    def _log_probs_of_rows(self, rows: list[tuple[list[int], list[int]]]) -> list[torch.Tensor]:
         """Per-token log-probs of the current policy for `(prompt_ids, completion_ids)` rows, one tensor per row.
 
         A forward is collective under ZeRO-3 and FSDP, so every process runs the same number of micro-batches:
         processes with fewer rows pad with copies of a row (or of a dummy one) and drop the results.
         """
-        most = int(
-            self.accelerator.gather(
-                torch.tensor([len(rows)], device=self.accelerator.device)
-            ).max()
-        )
+        most = int(self.accelerator.gather(torch.tensor([len(rows)], device=self.accelerator.device)).max())
         if most == 0:
             return []
         pad_id = self._tokenizer.pad_token_id
         padded = rows + [rows[0] if rows else ([pad_id], [pad_id])] * (most - len(rows))
-        prompt_ids = pad(
-            [torch.tensor(p) for p, _ in padded],
-            padding_value=pad_id,
-            padding_side="left",
-        )
+        prompt_ids = pad([torch.tensor(p) for p, _ in padded], padding_value=pad_id, padding_side="left")
         prompt_mask = pad(
-            [torch.ones(len(p), dtype=torch.long) for p, _ in padded],
-            padding_value=0,
-            padding_side="left",
+            [torch.ones(len(p), dtype=torch.long) for p, _ in padded], padding_value=0, padding_side="left"
         )
-        completion_ids = pad(
-            [torch.tensor(c) for _, c in padded],
-            padding_value=pad_id,
-            padding_side="right",
-        )
+        completion_ids = pad([torch.tensor(c) for _, c in padded], padding_value=pad_id, padding_side="right")
         completion_mask = pad(
-            [torch.ones(len(c), dtype=torch.long) for _, c in padded],
-            padding_value=0,
-            padding_side="right",
+            [torch.ones(len(c), dtype=torch.long) for _, c in padded], padding_value=0, padding_side="right"
         )
         device = self.accelerator.device
         logps = self._policy_log_probs(
-            prompt_ids.to(device),
-            prompt_mask.to(device),
-            completion_ids.to(device),
-            completion_mask.to(device),
+            prompt_ids.to(device), prompt_mask.to(device), completion_ids.to(device), completion_mask.to(device)
         )
-        return [
-            logps[row, : len(completion)].cpu()
-            for row, (_, completion) in enumerate(rows)
-        ]
+        return [logps[row, : len(completion)].cpu() for row, (_, completion) in enumerate(rows)]
 
-    def _policy_log_probs(
-        self, prompt_ids, prompt_mask, completion_ids, completion_mask
-    ) -> torch.Tensor:
+    def _policy_log_probs(self, prompt_ids, prompt_mask, completion_ids, completion_mask) -> torch.Tensor:
         """`(B, T)` per-token log-probs of the completions under the current policy, as TRL computes them."""
         with torch.no_grad():
             logps, _, _ = self._get_per_token_logps_and_entropies(
@@ -492,9 +379,7 @@ class DynamicSamplingBridge(GRPOTrainer):
     def _replace_metric_entries(self, since: dict[str, int], merge) -> None:
         """Replace the entries logged after `since` by `merge(entries)` (name -> one value per metric)."""
         metrics = self._metrics["train"]
-        per_round = {
-            name: values[since.get(name, 0) :] for name, values in metrics.items()
-        }
+        per_round = {name: values[since.get(name, 0) :] for name, values in metrics.items()}
         for name, value in merge(per_round).items():
             del metrics[name][since.get(name, 0) :]
             metrics[name].append(value)
@@ -513,41 +398,26 @@ class DynamicSamplingBridge(GRPOTrainer):
         if self.sampler is None:
             return
         checkpoint = os.path.join(
-            self._get_output_dir(trial=trial),
-            f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}",
+            self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
         )
         state = self.sampler.state_dict()
         if len(self.sampler.carry):  # every process saves its own carried groups
             os.makedirs(checkpoint, exist_ok=True)
             carry_file = CARRY_STATE_FILE.format(process=self.accelerator.process_index)
-            torch.save(
-                images_as_tensors(state["carry"]), os.path.join(checkpoint, carry_file)
-            )
+            torch.save(images_as_tensors(state["carry"]), os.path.join(checkpoint, carry_file))
         if self.args.should_save:
-            with open(
-                os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w"
-            ) as file:
+            with open(os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), "w") as file:
                 json.dump(state["shared"], file)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        path = (
-            os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE)
-            if checkpoint
-            else None
-        )
+        path = os.path.join(checkpoint, DYNAMIC_SAMPLING_STATE_FILE) if checkpoint else None
         if self.sampler is None or not (path and os.path.exists(path)):
             return
         with open(path) as file:
             shared = json.load(file)
-        carry_path = os.path.join(
-            checkpoint, CARRY_STATE_FILE.format(process=self.accelerator.process_index)
-        )
-        carry = (
-            images_from_tensors(torch.load(carry_path, weights_only=True))
-            if os.path.exists(carry_path)
-            else None
-        )
+        carry_path = os.path.join(checkpoint, CARRY_STATE_FILE.format(process=self.accelerator.process_index))
+        carry = images_from_tensors(torch.load(carry_path, weights_only=True)) if os.path.exists(carry_path) else None
         self.sampler.load_state_dict({"shared": shared, "carry": carry})
 
 
