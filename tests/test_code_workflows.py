@@ -19,6 +19,10 @@ from trl_ext.recipe import RecipeArguments, build_rewards, load_datasets, model_
 from trl_ext.rewards import get_reward
 from trl_ext.sandbox.testing import close_servers
 
+# Seconds per test: BigCodeBench's rows import Matplotlib, slow to start on a busy machine; a right program must not
+# time out (wrong ones fail on their values, not on time).
+TIMEOUT = 15.0
+
 
 def reward_options(case: dict) -> dict:
     """The `code` reward's arguments a row needs (a checker column, C++...), empty for most formats."""
@@ -30,7 +34,7 @@ def reward_options(case: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def code_reward():
-    reward = get_reward("code", timeout=4.0)
+    reward = get_reward("code", timeout=TIMEOUT)
     yield reward
     close_servers(sandbox_of(reward))
 
@@ -38,7 +42,7 @@ def code_reward():
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_code_format_trains_with_trl_grpo_and_a_code_reward_instance(name, code_reward, tiny_model_dir, tmp_path):
     case = CASES[name]
-    reward = get_reward("code", timeout=4.0, **reward_options(case)) if name in WITH_OPTIONS else code_reward
+    reward = get_reward("code", timeout=TIMEOUT, **reward_options(case)) if name in WITH_OPTIONS else code_reward
     dataset = dataset_of(case)
     trainer = GRPOTrainer(
         model=tiny_model_dir,
@@ -54,7 +58,7 @@ def test_each_code_format_trains_with_trl_grpo_and_a_code_reward_instance(name, 
 def recipe_config(case: dict, dataset_dir: Path, model_dir: str, tmp_path: Path) -> Path:
     """A recipe YAML as a user writes one for a code dataset: `reward_funcs` names `code` (with the row's options
     as a spec), no solution column (the tests are the reference)."""
-    options = {**reward_options(case), "timeout": 4.0}
+    options = {**reward_options(case), "timeout": TIMEOUT}
     config = {
         "model_name_or_path": model_dir,
         "dataset_name": str(dataset_dir),
