@@ -74,10 +74,10 @@ DAPO_VARIANTS = {
 class CountGeneratedTokens:
     """Counts every generated completion and its tokens: TRL scores each generated batch with one
     `_calculate_rewards` call, and DAPOTrainer each dynamic-sampling round; DAPOTrainer's further call on the
-    assembled batch (rows already scored in their rounds, `_assembled_rewards` set) is not counted again."""
+    assembled batch (rows already scored in their rounds, `_assembled` set) is not counted again."""
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        if getattr(self, "_assembled_rewards", None) is not None:
+        if getattr(self, "_assembled", None) is not None:
             return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self.generated_sequences = getattr(self, "generated_sequences", 0) + len(completion_ids_list)
         self.generated_tokens = getattr(self, "generated_tokens", 0) + sum(len(ids) for ids in completion_ids_list)

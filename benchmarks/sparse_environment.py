@@ -215,11 +215,11 @@ def first_guess_accuracy(model, tokenizer, num_games: int, samples: int, seed: i
 class CountRollouts:
     """Counts every generated completion's tokens and every rollout's game reward, filtered ones included: TRL
     scores each generated batch with one `_calculate_rewards` call, DAPOTrainer each dynamic-sampling round (its
-    further call on the assembled batch, `_assembled_rewards` set, is not counted again). Records, for every
+    further call on the assembled batch, `_assembled` set, is not counted again). Records, for every
     trained batch, how many groups reached the loss and how many of those carried signal (rewards not all equal)."""
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        assembled = getattr(self, "_assembled_rewards", None) is not None  # read first: scoring clears it
+        assembled = getattr(self, "_assembled", None) is not None
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if not assembled:
             self.generated_tokens = getattr(self, "generated_tokens", 0) + sum(map(len, completion_ids_list))

@@ -102,6 +102,17 @@ def test_grpo_style_logs_show_zero_std_fraction_in_the_dynamic_sampling_panel():
     ]
 
 
+def test_dapo_logs_show_the_generated_zero_std_fraction_beside_trls():
+    history = [
+        {"step": 1, "dynamic_sampling/generated_zero_std_fraction": 0.75, "frac_reward_zero_std": 0.0},
+        {"step": 2, "dynamic_sampling/generated_zero_std_fraction": 0.5, "frac_reward_zero_std": 0.0},
+    ]
+    chosen = panels_with_data(collect_series(history))
+    assert [(panel.title, primary) for panel, primary, _ in chosen] == [
+        ("Dynamic sampling", ["dynamic_sampling/generated_zero_std_fraction", "frac_reward_zero_std"]),
+    ]
+
+
 def test_collect_series_skips_non_numeric_and_non_finite_values():
     history = [{"step": 1, "reward": float("nan"), "loss": 1.0, "note": "x", "flag": True}, {"step": 2, "reward": 1.0}]
     assert collect_series(history) == {"loss": ([1], [1.0]), "reward": ([2], [1.0])}

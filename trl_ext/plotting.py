@@ -44,7 +44,11 @@ PANELS = (
     Panel(
         "Dynamic sampling",
         "fraction of groups",
-        (r"dynamic_sampling/groups_kept_fraction", r"dynamic_sampling/zero_std_fraction", r"frac_reward_zero_std"),
+        (
+            r"dynamic_sampling/groups_kept_fraction",
+            r"dynamic_sampling/(generated_)?zero_std_fraction",  # before 0.1: zero_std_fraction
+            r"frac_reward_zero_std",
+        ),
         secondary=(r"dynamic_sampling/generation_rounds",),
         secondary_ylabel="generation rounds",
     ),

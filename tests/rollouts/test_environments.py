@@ -146,11 +146,12 @@ def watch_batches(trainer):
 
     def recording(inputs, prompts, completions, completion_ids_list):
         rewards = calculate(inputs, prompts, completions, completion_ids_list)
-        if trainer._assembled_batch is not None:  # TRL scoring the assembled batch
+        if trainer._assembled is not None:  # TRL scoring the assembled batch
             batches.append({"inputs": [dict(row) for row in inputs], "completions": completions, "rewards": rewards})
         return rewards
 
-    generate = trainer._generate_and_score_completions
+    generate, train_on, fillers = trainer._generate_and_score_completions, trainer.train_on, []
+    trainer.train_on = lambda batch: fillers.append(len(batch.filler_rows)) or train_on(batch)
 
     def generating(inputs):
         output = generate(inputs)
@@ -159,7 +160,7 @@ def watch_batches(trainer):
             None if env is None else (type(env), env.secret, env.game, list(env.guesses), env.completion)
             for env in trainer.environments
         ]
-        batches[-1]["fillers"] = len(trainer._filler_rows)
+        batches[-1]["fillers"] = fillers[-1]
         return output
 
     trainer._calculate_rewards = recording

@@ -122,15 +122,14 @@ def count_no_grad_forward_rows(trainer):
             counts["no_grad"] += input_ids.size(0)
         return forward(model, input_ids, *args, **kwargs)
 
-    generate = trainer._generate_and_score_completions
+    train_on = trainer.train_on
 
-    def generating(inputs):
-        output = generate(inputs)
-        counts["kept"] += len(output["completion_ids"]) - len(trainer._filler_rows)
-        return output
+    def training_on(batch):
+        counts["kept"] += batch.num_kept_rows
+        return train_on(batch)
 
     trainer._get_per_token_logps_and_entropies = counting
-    trainer._generate_and_score_completions = generating
+    trainer.train_on = training_on
     return counts
 
 

@@ -81,8 +81,8 @@ def test_tool_rows_keep_their_own_tool_results_and_masks(tmp_path, weather_model
 
     def recording(inputs, prompts, completions, completion_ids_list):
         rewards = calculate(inputs, prompts, completions, completion_ids_list)
-        if trainer._assembled_batch is not None:
-            scored.append((completions, rewards, trainer._assembled_batch.generation()))
+        if trainer._assembled is not None:
+            scored.append((completions, rewards, trainer._assembled.rows.generation()))
         return rewards
 
     trainer._calculate_rewards = recording
