@@ -65,6 +65,28 @@ def test_the_builtin_code_model_ships_with_the_package():
     assert (Path(resolve_model_path("builtin:tiny-code")) / "model.safetensors").is_file()
 
 
+@pytest.mark.slow
+def test_the_checkpoint_script_builds_a_model_the_recipe_loads(tmp_path):
+    output_dir = tmp_path / "tiny-code"
+    result = run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "make_code_checkpoint.py"),
+            "--output-dir",
+            str(output_dir),
+            "--steps",
+            "3",
+            "--eval-prompts",
+            "4",
+        ],
+        timeout=600,
+    )
+    assert re.search(
+        r"held-out pass@1 \(sampled, temperature 1\.0, programs run against the tests\): [\d.]+", result.stdout
+    )
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {path.name for path in output_dir.iterdir()}
+
+
 def test_code_recipe_runs_a_few_steps_in_process(tmp_path, monkeypatch, capsys):
     output_dir = tmp_path / "code"
     arguments = [
