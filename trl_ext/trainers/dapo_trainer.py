@@ -159,10 +159,9 @@ class DAPOTrainer(DynamicSamplingBridge):
             return super()._generate_and_score_completions(inputs)
         logged_before = self._metric_positions()
         tokens_before = self.state.num_input_tokens_seen
-        with self.awake_generation_engine():
-            batch = self.sampler.next_batch(
-                inputs, self, policy_version=self.state.global_step, draw_key=self._refill_draw_key()
-            )
+        batch = self.sampler.next_batch(
+            inputs, self, policy_version=self.state.global_step, draw_key=self._refill_draw_key()
+        )
         self._pending_log_columns(batch.rows.extra_logs())
         self._log_batch_metrics(batch.report, logged_before, tokens_before)
         return self.train_on(batch)

@@ -13,7 +13,7 @@ methods and attributes, listed so that a TRL upgrade is checked against one file
 - `_compute_loss` / `_get_per_token_logps_and_entropies`: fresh rows of a batch holding carried groups take their
   old log-probs from the training forward, as TRL's own rows do;
 - `_save_checkpoint` / `_load_optimizer_and_scheduler`: the sampler's state in each checkpoint;
-- attributes `_environment_pool`, `environments`, `_pending_extra_logs`, `_metrics`, `vllm_generation`.
+- attributes `_environment_pool`, `environments`, `_pending_extra_logs`, `_metrics`.
 
 Round generation leaves TRL's `_generate_and_score_completions` by an exception raised in `_generate`: TRL writes
 the round's preparation inline in that method, so stopping it there is the only way to reuse the preparation without
@@ -216,25 +216,6 @@ class DynamicSamplingBridge(GRPOTrainer):
         if not self.environment_factories:
             return contextlib.nullcontext()
         return _lent_pool(self, lend)
-
-    @contextlib.contextmanager
-    def awake_generation_engine(self):
-        """Keep vLLM's colocated engine awake across the rounds of a batch: with sleep mode, TRL wakes it (and
-        pushes the weights again) for every `generate` and puts it to sleep after; here it wakes once per batch."""
-        engine = getattr(self, "vllm_generation", None) if self.use_vllm else None
-        if engine is None or engine.mode != "colocate" or not engine.enable_sleep_mode:
-            yield
-            return
-        if engine._llm_weights_sleeping:
-            engine.sync_weights()
-        engine.llm.wake_up(tags=["kv_cache"])
-        engine.enable_sleep_mode = False
-        try:
-            yield
-        finally:
-            engine.enable_sleep_mode = True
-            engine.llm.sleep(level=2)
-            engine._llm_weights_sleeping = True
 
     # -------------------------------------------------------------------------------------- the assembled batch
 
