@@ -7,13 +7,14 @@ methods and attributes, listed so that a TRL upgrade is checked against one file
 - `_generate_and_score_completions`: run once per round up to `_generate` (TRL prepares the round: an environment
   instance per row, reset with the row, its observation appended to the prompt; images put into the messages;
   per-row tool dicts), and once for the assembled batch (TRL's log-probability forwards and advantages);
-- `_generate`: stops a round's call right after generation, and hands the assembled rows to the batch's call;
-- `_generate_single_turn`: records the sampled tokens' log-probs while `transformers` generates;
+- `_generate`: stops a round's call right after generation (recording the sampled tokens' log-probs while
+  `transformers` generates), and hands the assembled rows to the batch's call;
 - `_calculate_rewards`: hands the assembled batch's rewards back; marks completions no judging reward scored;
 - `_compute_loss` / `_get_per_token_logps_and_entropies`: fresh rows of a batch holding carried groups take their
   old log-probs from the training forward, as TRL's own rows do;
 - `_save_checkpoint` / `_load_optimizer_and_scheduler`: the sampler's state in each checkpoint;
-- attributes `_environment_pool`, `environments`, `_pending_extra_logs`, `_metrics`.
+- `_get_output_dir`, and the attributes `_environment_pool`, `environments`, `_pending_extra_logs`, `_metrics`,
+  `_tokenizer`.
 
 Round generation leaves TRL's `_generate_and_score_completions` by an exception raised in `_generate`: TRL writes
 the round's preparation inline in that method, so stopping it there is the only way to reuse the preparation without
@@ -203,7 +204,11 @@ class DynamicSamplingBridge(GRPOTrainer):
         """Record the sampled tokens' log-probs while `transformers` generates one turn per row and the records are
         still trusted; otherwise record nothing."""
         single_turn_transformers = not (
-            self.use_vllm or self.use_transformers_continuous_batching or self.rollout_func is not None or self.tools
+            self.use_vllm
+            or self.use_transformers_continuous_batching
+            or self.rollout_func is not None
+            or self.tools
+            or self.environment_factories
         )
         carrying = self.sampler is not None and self.sampler.carry.max_staleness > 0
         if not (single_turn_transformers and carrying and self._recorded_scores_agree is not False):
