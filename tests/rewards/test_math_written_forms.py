@@ -40,6 +40,8 @@ def check(reference: str, right: list[str], wrong: list[str], question: str | No
 
 def test_letters_on_a_bare_list_keep_the_lists_order():
     check(r"8, -1, 3", [r"u = 8, v = -1, w = 3", r"u=8;\ v=-1;\ w=3"], [r"u = 8, v = 3, w = -1", r"u = 8, v = -1"])
+    # Fractions and roots in the list: TeX commands are no words.
+    check(r"\frac{1}{2}, \sqrt{3}", [r"u = \frac{1}{2}, v = \sqrt{3}"], [r"u = \sqrt{3}, v = \frac{1}{2}"])
     # A labelled reference gives the order itself; a bare answer must follow it.
     check(r"m = 5, n = -2", [r"5, -2", r"(5, -2)"], [r"-2, 5", r"5, 2"])
 

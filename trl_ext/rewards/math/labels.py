@@ -98,8 +98,8 @@ def _bare_items(text: str) -> list[str] | None:
     items = top_level_items(text)
     if len(items) < 2 or any(not item or _RELATION_SIGN.search(item) or ":" in item for item in items):
         return None
-    if any(re.search(r"\\text|[A-Za-z]{3,}", TEXT_MACRO.sub("", item).replace("\\", "")) for item in items):
-        return None
+    if any(r"\text" in item or re.search(r"[A-Za-z]{3,}", re.sub(r"\\[A-Za-z]+", " ", item)) for item in items):
+        return None  # a word: `12 \text{ red}` or `twelve` (TeX commands such as `\frac` are no words)
     return items
 
 
@@ -117,7 +117,7 @@ def _question_position(words: tuple[str, ...], question: str) -> int | None:
 def _ordered_values(items: list[tuple[str, str]], question: str | None) -> list[str] | None:
     """The labelled values in the order of the list they answer; None where the order cannot be told. Letters
     the answer chose keep the answer's order; named quantities take the order of the question's last sentence
-    that names them all; one letter with indices (`x_1 = 2, x_2 = 3`) is one unknown's values, not an order."""
+    that names them all."""
     labels = [label for label, _ in items]
     if all(_LETTER_LABEL.fullmatch(label) for label in labels):
         return [value for _, value in items]
