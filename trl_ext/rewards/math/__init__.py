@@ -20,6 +20,9 @@ fails on a pair. What it misses on real data, and what this package adds, one mo
   degrees for radians, the precision rule (an exact or finer number for a rounded reference), text that
   differs in markup, an option's text for its letter. And answers math-verify misreads, settled by their form
   before it compares (`settle_by_forms`): an integer family with another parameter name, two different units;
+- `labels` and `sets`: more answer forms, registered the same way: labelled values against a bare list (in the
+  order the question names them), an equation for the expression it defines, circled or enumerated choices;
+  conditions in words for intervals and unions (`1 < t \\le 3 \\text{ or } 5 \\le t < 7`), plus-minus families;
 - `verify`: the verdict on one pair (an inequality answered for a reference that can only be an interval,
   `x \\geq 2` for `[2, \\infty)`; one box per answer), the pool job and the verdict cache;
 - `reward`: `MathReward`, the registered `math` reward.

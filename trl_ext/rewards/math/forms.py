@@ -1,17 +1,19 @@
 """Answer forms: right answers written in another form than the reference's, and answers math-verify misreads.
 
 Each form is one rule, registered beside its definition with `@answer_form(name)`; adding a form is one
-function here (or in `structures.py`) and its tests. Two kinds:
+function here (or in `structures.py`, `labels.py`, `sets.py`) and its tests. Two kinds:
 
 - a rule (the default) runs only once math-verify has said "different": it recognises its form by a regular
   expression before parsing anything and rewrites the two answers into forms math-verify compares; it accepts
   only when math-verify then finds them equal, so no rule widens what "equal" means, except `_precision`, the
-  one stated rule about rounding. Here: column vectors for tuples, set-builder sets for intervals, ordered
-  chains for orders, a function with another variable name, degrees for radians, the precision rule, text that
-  differs in markup, an option's text for its letter.
-- a settling rule (`settles=True`, in `structures.py`) runs before math-verify compares and gives the verdict
-  alone for the answers in its form, which math-verify reads wrongly (an integer family as a list ending in a
-  number, two units as none, a list of labelled values as its first value, a statement as its first number).
+  one stated rule about rounding, and `_percentages`, which applies it to a percentage. Here: column vectors for
+  tuples, set-builder sets for intervals, ordered chains for orders, a function with another variable name,
+  degrees for radians, the precision rule, percentages, text that differs in markup, an option's text for its
+  letter.
+- a settling rule (`settles=True`, in `structures.py`, `labels.py`, `sets.py`) runs before math-verify compares
+  and gives the verdict alone for the answers in its form, which math-verify reads wrongly (an integer family
+  as a list ending in a number, two units as none, a list of labelled values as its first value, a statement as
+  its first number, labelled values against a bare list as two sets, conditions joined by "and" as a list).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Settling answer forms: answers math-verify reads wrongly, so a rule here gives the verdict alone, before
 math-verify compares (see `forms.py`). Registered in this order, the first verdict final:
 
+- a union of integer families written with `\\pm`, "or" or a congruence (`n \\equiv 1 \\pmod{4}`), member by
+  member;
 - an integer family with a declared parameter (math-verify reads `x = 2k\\pi, k \\in \\mathbb{Z}` as a list
   ending in the number 2);
 - a list of labelled values (it reads `12 \\text{ red}, 9 \\text{ blue}` as `12`): every label with its value;
