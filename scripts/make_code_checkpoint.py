@@ -15,14 +15,13 @@ the end runs every sample's program against the row's tests in the sandbox (the 
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import torch
 
 from trl_ext.evaluation import evaluate_pass_at_k
 from trl_ext.rewards import get_reward
-from trl_ext.tasks import BUILTIN_MODELS, make_code_dataset, supervised_batches
+from trl_ext.tasks import BUILTIN_MODELS, make_code_dataset, warm_start
 from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm
 
 MAX_NEW_TOKENS = 24  # `    return x - 999`, a newline and the end-of-sequence token, with room to spare
@@ -48,22 +47,18 @@ def main() -> None:
         tokenizer, hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=args.num_heads, seed=args.seed
     )
     task = make_code_dataset()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=0.0)
-    batches = supervised_batches(
-        tokenizer, task["train"]["prompt"], task["train"]["canonical_solution"], args.batch_size, args.seed
+    warm_start(
+        model,
+        tokenizer,
+        task["train"]["prompt"],
+        task["train"]["canonical_solution"],
+        steps=args.steps,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        weight_decay=0.0,
+        log_every=100,
     )
-
-    start = time.time()
-    model.train()
-    for step in range(1, args.steps + 1):
-        input_ids, attention_mask, labels = next(batches)
-        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % 100 == 0 or step == args.steps:
-            print(f"step {step}/{args.steps}  loss {loss.item():.3f}  ({time.time() - start:.0f}s)", flush=True)
-
     model.eval()
     model.generation_config.max_new_tokens = MAX_NEW_TOKENS
     output_dir = Path(args.output_dir)

@@ -13,14 +13,13 @@ same weights on the same software versions.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import torch
 
 from trl_ext.evaluation import evaluate_pass_at_k
 from trl_ext.rewards import get_reward
-from trl_ext.tasks import BUILTIN_MODELS, make_arithmetic_dataset, supervised_batches
+from trl_ext.tasks import BUILTIN_MODELS, make_arithmetic_dataset, warm_start
 from trl_ext.tiny import build_char_tokenizer, build_tiny_causal_lm
 
 
@@ -42,22 +41,18 @@ def main() -> None:
         tokenizer, hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=args.num_heads, seed=args.seed
     )
     task = make_arithmetic_dataset()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=0.0)
-    batches = supervised_batches(
-        tokenizer, task["train"]["prompt"], task["train"]["solution"], args.batch_size, args.seed
+    warm_start(
+        model,
+        tokenizer,
+        task["train"]["prompt"],
+        task["train"]["solution"],
+        steps=args.steps,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        weight_decay=0.0,
+        log_every=200,
     )
-
-    start = time.time()
-    model.train()
-    for step in range(1, args.steps + 1):
-        input_ids, attention_mask, labels = next(batches)
-        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if step % 200 == 0 or step == args.steps:
-            print(f"step {step}/{args.steps}  loss {loss.item():.3f}  ({time.time() - start:.0f}s)", flush=True)
-
     model.eval()
     # Settings that match what the default recipe's generation and evaluation use.
     model.generation_config.max_new_tokens = 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -44,18 +45,24 @@ def warm_start(
     learning_rate: float,
     batch_size: int = 8,
     seed: int = 0,
+    weight_decay: float = 0.01,
+    log_every: int = 0,
 ) -> torch.nn.Module:
     """Train `model` for `steps` AdamW steps on `supervised_batches(prompts, answers)`; returns it (trained in place).
 
     Enough for a tiny model to learn an answer or tool-call format in seconds, so that its samples mix right and
-    wrong answers and RL has something to learn from.
+    wrong answers and RL has something to learn from. With `log_every`, prints the loss every that many steps.
     """
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     batches = supervised_batches(tokenizer, prompts, answers, batch_size=batch_size, seed=seed)
+    start = time.time()
     model.train()
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         input_ids, attention_mask, labels = next(batches)
-        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
+        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+        loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        if log_every and (step % log_every == 0 or step == steps):
+            print(f"step {step}/{steps}  loss {loss.item():.3f}  ({time.time() - start:.0f}s)", flush=True)
     return model
