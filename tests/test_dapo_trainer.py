@@ -10,7 +10,7 @@ from conftest import make_prompt_dataset, tiny_training_settings, transformers_l
 from trl import GRPOConfig
 
 from trl_ext import DAPOConfig, DAPOTrainer
-from trl_ext.sampling import filter_rewards, informative_group_mask
+from trl_ext.sampling import DynamicSampler, filter_rewards, informative_group_mask
 
 GROUP = 4
 
@@ -140,7 +140,9 @@ def test_overlong_punishment_is_a_logged_reward_excluded_from_the_filter(tmp_pat
     assert trainer.sampler.settings.filter_used.tolist() == [True, False]
     # An all-correct group whose lengths differ: the punishment varies, the filter reward does not.
     rewards_per_func = torch.tensor([[1.0, 0.0], [1.0, -0.5], [1.0, -1.0], [1.0, 0.0]])
-    filtered = filter_rewards(rewards_per_func, trainer.sampler.settings.filter_weights, trainer.sampler.settings.filter_used)
+    filtered = filter_rewards(
+        rewards_per_func, trainer.sampler.settings.filter_weights, trainer.sampler.settings.filter_used
+    )
     assert not informative_group_mask(filtered, GROUP).item()
 
 
@@ -209,7 +211,9 @@ def test_adaptive_oversampling_reaches_about_one_round_per_step(tmp_path, tiny_m
 def test_exhausted_rounds_warn_log_a_metric_and_still_train(tmp_path, tiny_model_dir, caplog):
     # The overlong punishment (on by default) varies within groups, yet filler groups must not train.
     config = small_config(tmp_path, max_steps=2, dynamic_sampling_max_rounds=2)
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset()
+    )
     batches = record_batches(trainer)
     with transformers_logs(caplog):
         trainer.train()
@@ -225,14 +229,18 @@ def test_exhausted_rounds_warn_log_a_metric_and_still_train(tmp_path, tiny_model
 
 def test_exhausted_rounds_raise_when_configured(tmp_path, tiny_model_dir):
     config = small_config(tmp_path, dynamic_sampling_max_rounds=3, dynamic_sampling_on_exhausted="raise")
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset()
+    )
     with pytest.raises(RuntimeError, match="dynamic_sampling_max_rounds"):
         trainer.train()
 
 
 def test_filter_on_one_named_reward(tmp_path, tiny_model_dir):
     """Filtering on a constant reward ignores a second, varying one: every round comes up empty."""
-    config = small_config(tmp_path, max_steps=1, dynamic_sampling_max_rounds=2, dynamic_sampling_filter_reward="constant_reward")
+    config = small_config(
+        tmp_path, max_steps=1, dynamic_sampling_max_rounds=2, dynamic_sampling_filter_reward="constant_reward"
+    )
     trainer = DAPOTrainer(
         tiny_model_dir,
         reward_funcs=[constant_reward, varied_reward_for_odd_ids],
@@ -245,7 +253,9 @@ def test_filter_on_one_named_reward(tmp_path, tiny_model_dir):
 
 def test_dynamic_sampling_off_behaves_like_grpo(tmp_path, tiny_model_dir):
     config = small_config(tmp_path, max_steps=1, dynamic_sampling=False)
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset()
+    )
     trainer.train()
     assert not metric_history(trainer, "dynamic_sampling/generation_rounds")
 
@@ -263,6 +273,25 @@ def test_evaluation_is_never_filtered(tmp_path, tiny_model_dir):
     assert calls == []
     assert metrics["eval_frac_reward_zero_std"] == 1.0  # every eval group is uninformative, and all were scored
     assert not any(key.startswith("eval_dynamic_sampling") for key in metrics)
+
+
+def test_a_subclass_picks_its_own_sampler(tmp_path, tiny_model_dir):
+    class WholeBatchEveryRound(DynamicSampler):
+        def _prompts_for(self, deficits, max_prompts) -> int:
+            return max_prompts
+
+    class Trainer(DAPOTrainer):
+        sampler_class = WholeBatchEveryRound
+
+    config = small_config(tmp_path, soft_overlong_punishment=False, dynamic_sampling_max_oversampling=2.0)
+    trainer = Trainer(
+        tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=make_prompt_dataset()
+    )
+    trainer.train()
+    assert type(trainer.sampler) is WholeBatchEveryRound
+    # Every round asked for twice the batch's groups (the most over-sampling allows).
+    rounds = metric_history(trainer, "dynamic_sampling/generation_rounds")
+    assert metric_history(trainer, "dynamic_sampling/prompts_sampled") == [2 * 2 * r for r in rounds]
 
 
 def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
@@ -300,7 +329,11 @@ def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
 
 def test_generations_within_one_optimiser_step_draw_different_refill_prompts(tmp_path, tiny_model_dir):
     config = small_config(
-        tmp_path, max_steps=2, gradient_accumulation_steps=2, steps_per_generation=1, dynamic_sampling_carry_max_staleness=0
+        tmp_path,
+        max_steps=2,
+        gradient_accumulation_steps=2,
+        steps_per_generation=1,
+        dynamic_sampling_carry_max_staleness=0,
     )
     trainer = DAPOTrainer(
         tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=make_prompt_dataset(32)
@@ -332,12 +365,17 @@ def test_a_reward_reading_a_missing_column_fails_before_training(tmp_path, tiny_
 
     with pytest.raises(ValueError, match="'solution'"):
         DAPOTrainer(
-            tiny_model_dir, reward_funcs=get_reward("math"), args=small_config(tmp_path), train_dataset=make_prompt_dataset()
+            tiny_model_dir,
+            reward_funcs=get_reward("math"),
+            args=small_config(tmp_path),
+            train_dataset=make_prompt_dataset(),
         )
 
 
 def test_filler_groups_do_not_count_as_kept(tmp_path, tiny_model_dir):
     config = small_config(tmp_path, max_steps=1, dynamic_sampling_max_rounds=2)
-    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset())
+    trainer = DAPOTrainer(
+        tiny_model_dir, reward_funcs=constant_reward, args=config, train_dataset=make_prompt_dataset()
+    )
     trainer.train()
     assert metric_history(trainer, "dynamic_sampling/groups_kept_fraction") == [0.0]

@@ -99,7 +99,7 @@ class DAPOTrainer(DynamicSamplingBridge):
                     "its own (soft_overlong_punishment=True) a second time. Remove one of the two to silence this."
                 )
             else:
-                (config, arguments["reward_funcs"], arguments["reward_processing_classes"]) = _with_overlong_punishment(
+                config, arguments["reward_funcs"], arguments["reward_processing_classes"] = _with_overlong_punishment(
                     config, reward_funcs, arguments["reward_processing_classes"]
                 )
         arguments["args"] = config
@@ -107,7 +107,8 @@ class DAPOTrainer(DynamicSamplingBridge):
 
         self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
         if self.args.dynamic_sampling and self.train_dataset is not None:
-            self.sampler = DynamicSampler(self._sampler_settings(), self.train_dataset, Processes(self.accelerator))
+            processes = Processes(self.accelerator)
+            self.sampler = self.sampler_class(self._sampler_settings(), self.train_dataset, processes)
 
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
 
