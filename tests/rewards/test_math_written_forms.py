@@ -93,8 +93,9 @@ def test_relations_joined_by_and_are_the_intersection_and_values_a_list():
 
 
 def test_a_single_relation_for_an_interval_in_parentheses():
-    # math-verify takes `(-1, 5)` for a point and rejects the chain; beside a chain it is an interval.
-    check(r"(-1, 5)", [r"-1 < w < 5"], [r"-1 \le w < 5", r"-1 < w < 4"])
+    # `(-1, 5)` may be a point: a chain is not read against it, else a policy would answer every point `(a, b)` with
+    # `a < x < b`. A set written as such (`\{w \mid -1 < w < 5\}`) is; so is a pair with an infinite end.
+    check(r"(-1, 5)", [r"\{w \mid -1 < w < 5\}"], [r"-1 < w < 5", r"-1 \le w < 5", r"w > -1 \text{ and } w < 5"])
     check(r"(0, \infty)", [r"q > 0"], [r"q \ge 0", r"q < 0"])
 
 

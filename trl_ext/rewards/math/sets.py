@@ -146,6 +146,9 @@ def set_in_words(text: str, same: Same) -> tuple[object, bool] | None:
     return sympy.Union(*union), len(pieces) > 1
 
 
+_BARE_PAIR = re.compile(r"\(\s*[^,()\[\]]+,[^,()\[\]]+\)")
+
+
 def real_set(text: str, same: Same, *, interval_context: bool = False):
     """The set of reals `text` writes as an interval, a union, a finite set or a set-builder set (its condition
     in words); `(a, b)` is an open interval only in an interval context. None for anything else."""
@@ -157,11 +160,13 @@ def real_set(text: str, same: Same, *, interval_context: bool = False):
         return found[0] if found else None
     if _RELATION.search(text):
         return None  # a relation is a condition, read by `set_in_words` or not at all
+    stripped = text.strip()
+    if not interval_context and _BARE_PAIR.fullmatch(stripped) and "infty" not in stripped:
+        return None  # `(a, b)` may be a point: math-verify reads it as an interval, this does not
     parsed = same.parsed(text)
     value = parsed[0] if parsed else None
     if isinstance(value, sympy.Set):
         return value
-    stripped = text.strip()
     if (
         interval_context
         and isinstance(value, sympy.Tuple)
@@ -194,8 +199,10 @@ def _compared_sets(gold: str, answer: str, same: Same, *, joined: bool) -> bool 
         return None
     if not any(found and found[1] == joined for found in (gold_words, words)):
         return None
-    gold_set = gold_words[0] if gold_words else real_set(gold, same, interval_context=True)
-    answer_set = words[0] if words else real_set(answer, same, interval_context=True)
+    # `(a, b)` beside a condition stays a pair: were it read as an interval, `a < x < b` would score every
+    # point answer `(a, b)` with `a < b`, a form a policy would learn to write.
+    gold_set = gold_words[0] if gold_words else real_set(gold, same)
+    answer_set = words[0] if words else real_set(answer, same)
     if gold_set is None or answer_set is None:
         return None
     return _same_set(gold_set, answer_set)
@@ -219,7 +226,7 @@ def _set_in_words(gold: str, answer: str, final: FinalAnswer, same: Same) -> boo
 @answer_form("inequality_for_interval")
 def _inequality_for_interval(gold: str, answer: str, final: FinalAnswer, same: Same) -> bool:
     """A single relation or chain on one letter for an interval or set (either side the reference); `(a, b)`
-    beside it is an open interval."""
+    beside it is a pair, never read as the open interval (it may be a point)."""
     return _compared_sets(gold, answer, same, joined=False) is True
 
 
