@@ -15,7 +15,8 @@ from trl_ext.sampling.assembly import (
     rollout_rows,
     sampled_log_probs,
 )
-from trl_ext.sampling.environments import free_instances, lent_pool, merge_instances, stand_ins
+from trl_ext.sampling.environments import free_instances, merge_instances, stand_ins
+from trl_ext.trainers.trl_bridge import lent_pool
 
 
 def round_of(tag: str, num_rows: int, *, logprobs=True, extra=True, environments=None) -> Rows:

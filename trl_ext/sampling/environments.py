@@ -9,8 +9,6 @@ beyond the free instances, and every instance is reused by later batches.
 
 from __future__ import annotations
 
-import contextlib
-
 
 def free_instances(pool: dict, held: list) -> dict:
     """`pool` (`{name: [instance, ...]}`) without the instances in `held`, as new lists TRL may append to."""
@@ -28,18 +26,6 @@ def merge_instances(pool: dict, free: dict) -> dict:
         created = [item for item in free.get(name, []) if id(item) not in known and item is not _STAND_IN]
         merged[name] = instances + created
     return merged
-
-
-@contextlib.contextmanager
-def lent_pool(owner, lend):
-    """Let TRL draw from `lend(pool)` instead of `owner._environment_pool` while the context runs; afterwards the
-    pool is the original one with the instances TRL created meanwhile."""
-    pool = owner._environment_pool
-    owner._environment_pool = lent = lend(pool)
-    try:
-        yield
-    finally:
-        owner._environment_pool = merge_instances(pool, lent)
 
 
 def stand_ins(pool: dict, num_rows: int) -> dict:

@@ -220,7 +220,7 @@ class DynamicSamplingBridge(GRPOTrainer):
         one with the instances TRL created meanwhile (see `trl_ext.sampling.environments`)."""
         if not self.environment_factories:
             return contextlib.nullcontext()
-        return _lent_pool(self, lend)
+        return lent_pool(self, lend)
 
     # -------------------------------------------------------------------------------------- the assembled batch
 
@@ -408,7 +408,9 @@ class DynamicSamplingBridge(GRPOTrainer):
 
 
 @contextlib.contextmanager
-def _lent_pool(trainer, lend):
+def lent_pool(trainer, lend):
+    """Let TRL draw environments from `lend(pool)` instead of `trainer._environment_pool` while the context runs;
+    afterwards the pool is the original one with the instances TRL created meanwhile."""
     pool = trainer._environment_pool
     trainer._environment_pool = lent = lend(pool)
     try:
