@@ -8,32 +8,11 @@ step off, a choice too many). The corpus targets are in `test_math_answer_forms.
 
 from __future__ import annotations
 
-import logging
+from test_math_answer_forms import check, quiet_math_verify  # noqa: F401  (an autouse fixture)
 
-import pytest
-
-from trl_ext.rewards.math import verify_math_answer
 from trl_ext.rewards.math.compare import Same
 from trl_ext.rewards.math.labels import choice_numbers, labelled_items
 from trl_ext.rewards.math.sets import real_set, set_in_words
-
-
-@pytest.fixture(autouse=True)
-def quiet_math_verify():
-    logging.disable(logging.WARNING)
-    yield
-    logging.disable(logging.NOTSET)
-
-
-def verdict(reference: str, answer: str, question: str | None = None) -> bool | None:
-    return verify_math_answer(reference, rf"So the answer is $\boxed{{{answer}}}$.", question=question)
-
-
-def check(reference: str, right: list[str], wrong: list[str], question: str | None = None) -> None:
-    accepted = {answer: verdict(reference, answer, question) for answer in right + wrong}
-    assert [answer for answer in right if accepted[answer] is not True] == [], "right forms rejected"
-    assert [answer for answer in wrong if accepted[answer] is True] == [], "wrong twins accepted"
-
 
 # ---------------------------------------------------------------------------------------------- labels on a list
 
