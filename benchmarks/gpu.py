@@ -8,7 +8,7 @@ with the package's character tokenizer. Training runs in bfloat16 mixed precisio
 2. sample efficiency: a random model cannot learn from a verifier that never rewards it, so the script first
    warm-starts the 0.63B model by supervised fine-tuning on the *train* split of `builtin:arithmetic` (loss on
    the answer only; the held-out split is never trained on), prints its held-out accuracy, and runs
-   `sample_efficiency.py` from that checkpoint (3 seeds per method);
+   `sample_efficiency.py` from that checkpoint (3 seeds per method; `--seeds`, `--steps` shorten it);
 3. memory: `memory.py` (full fine-tuning vs LoRA vs QLoRA; CUDA peak allocated memory), 16 completions of up to
    256 tokens per step.
 
@@ -84,6 +84,11 @@ def main(argv=None):
         "--target-gain", type=float, default=0.05, help="sample efficiency: pass@1 gain over the start to reach"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--overhead-steps", type=int, default=30, help="overhead: optimiser steps per run")
+    parser.add_argument("--overhead-repeats", type=int, default=3, help="overhead: GRPO/DAPO run pairs (ABBA)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sample efficiency: seeds")
+    parser.add_argument("--steps", type=int, default=150, help="sample efficiency: optimiser steps per run")
+    parser.add_argument("--memory-steps", type=int, default=5, help="memory: timed optimiser steps per method")
     parser.add_argument("--quick", action="store_true", help="smoke mode: each part's --quick settings")
     parser.add_argument("--out-dir", default="benchmarks/results/gpu")
     args = parser.parse_args(argv)
@@ -97,7 +102,8 @@ def main(argv=None):
         print("== overhead ==", flush=True)
         results["overhead"] = overhead.main(
             common + ["--model", args.model, "--batch-size", "64", "--max-completion-length", "128",
-                      "--steps", "30", "--repeats", "3", "--out", str(out_dir / "overhead.json")]
+                      "--steps", str(args.overhead_steps), "--repeats", str(args.overhead_repeats),
+                      "--out", str(out_dir / "overhead.json")]
         )  # fmt: skip
 
     if "sample_efficiency" in args.parts:
@@ -109,6 +115,7 @@ def main(argv=None):
             print(f"warm-started {args.model}: held-out pass@1 {accuracy:.3f}", flush=True)
             results["sample_efficiency"] = sample_efficiency.main(
                 common + ["--model-path", str(model_dir), "--target-gain", str(args.target_gain),
+                          "--seeds", *map(str, args.seeds), "--steps", str(args.steps),
                           "--out", str(out_dir / "sample_efficiency.json")]
             )  # fmt: skip
             results["sample_efficiency"]["warm_start_pass@1"] = accuracy
@@ -117,7 +124,7 @@ def main(argv=None):
         print("== memory ==", flush=True)
         results["memory"] = memory.main(
             common + ["--model", args.model, "--batch-size", "16", "--max-completion-length", "256",
-                      "--steps", "5", "--out", str(out_dir / "memory.json")]
+                      "--steps", str(args.memory_steps), "--out", str(out_dir / "memory.json")]
         )  # fmt: skip
     return results
 
