@@ -88,6 +88,7 @@ def main(argv=None):
     parser.add_argument("--overhead-repeats", type=int, default=3, help="overhead: GRPO/DAPO run pairs (ABBA)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sample efficiency: seeds")
     parser.add_argument("--steps", type=int, default=150, help="sample efficiency: optimiser steps per run")
+    parser.add_argument("--learning-rate", type=float, default=1e-5, help="sample efficiency: RL learning rate")
     parser.add_argument("--memory-steps", type=int, default=5, help="memory: timed optimiser steps per method")
     parser.add_argument("--quick", action="store_true", help="smoke mode: each part's --quick settings")
     parser.add_argument("--out-dir", default="benchmarks/results/gpu")
@@ -116,6 +117,7 @@ def main(argv=None):
             results["sample_efficiency"] = sample_efficiency.main(
                 common + ["--model-path", str(model_dir), "--target-gain", str(args.target_gain),
                           "--seeds", *map(str, args.seeds), "--steps", str(args.steps),
+                          "--learning-rate", str(args.learning_rate),
                           "--out", str(out_dir / "sample_efficiency.json")]
             )  # fmt: skip
             results["sample_efficiency"]["warm_start_pass@1"] = accuracy
