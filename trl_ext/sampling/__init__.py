@@ -1,7 +1,15 @@
 """Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and the decisions it takes:
 which prompt groups to keep, how many prompts to request, where refill prompts come from, which surplus groups to
-carry over, which prompts to skip, and when to stop over-sampling. Nothing here imports TRL."""
+carry over, which prompts to skip, and when to stop over-sampling; and the adaptive mode's pass-rate beliefs and
+history baseline (`adaptive`). Nothing here imports TRL."""
 
+from .adaptive import (
+    AdaptiveSettings,
+    PassRateBeliefs,
+    history_baseline_advantages,
+    informative_against_history,
+    informative_probability,
+)
 from .backoff import BackoffController, SamplingMode
 from .carry import (
     CarriedGroup,
@@ -38,6 +46,11 @@ from .sampler import (
 )
 
 __all__ = [
+    "AdaptiveSettings",
+    "PassRateBeliefs",
+    "history_baseline_advantages",
+    "informative_against_history",
+    "informative_probability",
     "BackoffController",
     "BatchReport",
     "CarriedGroup",

@@ -86,7 +86,7 @@ def group_outcomes(
     return outcomes
 
 
-def _uniform(seed: int, batch_key: int, round_index: int, prompt_index: int) -> float:
+def uniform_coin(seed: int, batch_key: int, round_index: int, prompt_index: int) -> float:
     """A uniform number in [0, 1) that depends only on its arguments (stable across processes and Python runs)."""
     key = f"{seed}:{batch_key}:{round_index}:{prompt_index}".encode()
     return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") / 2**64
@@ -163,7 +163,7 @@ class PromptHistory:
         """
         return [
             int(index) >= 0
-            and _uniform(self.seed, batch_key, round_index, int(index)) < self.skip_probability(index)
+            and uniform_coin(self.seed, batch_key, round_index, int(index)) < self.skip_probability(index)
             for index in prompt_indices
         ]
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import torch
 from datasets import IterableDataset
 
+from .adaptive import AdaptiveSettings, PassRateBeliefs, history_baseline_advantages, informative_against_history
 from .assembly import Round, Rows, assemble, carried_payload, carried_round, completion_lengths, group_rows
 from .backoff import BackoffController, SamplingMode
 from .carry import CarriedGroup, CarryBuffer, first_round_plans, surplus_informative_groups
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 STREAM_SKIP_PATIENCE = 10_000
 # Generation batches in a row in which every group was informative before the sampler says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
+# Row column of the adaptive mode: each row's prompt history `(reward sum, count)` from before its group was sampled.
+HISTORY_COLUMN = "history_baseline"
 
 
 class Processes(Protocol):
@@ -83,6 +86,13 @@ class SamplerSettings:
     shuffle: bool
     filter_used: torch.Tensor  # (F,) bool: the reward functions that decide informativeness
     filter_weights: torch.Tensor  # (F,) their weights
+    adaptive: AdaptiveSettings | None = None  # the adaptive mode (None: DAPO's exact dynamic sampling)
+    reward_weights: torch.Tensor | None = None  # (F,) the weights advantages use (None: the filter's)
+
+    def advantage_rewards(self, rewards_per_func: torch.Tensor) -> torch.Tensor:
+        """`(N,)` the weighted sum of every reward function, as advantages use it; NaN where none could judge."""
+        weights = self.filter_weights if self.reward_weights is None else self.reward_weights
+        return filter_rewards(rewards_per_func, weights, torch.ones(len(weights), dtype=torch.bool))
 
 
 @dataclass
@@ -99,6 +109,7 @@ class BatchReport:
     exhausted: bool = False
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
+    uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
     carried_groups: int = 0
     carried_staleness: int = 0  # summed over the carried groups
     carry_expired: int = 0  # carried groups too stale to be used
@@ -166,8 +177,11 @@ class DynamicSampler:
         self.carry = CarryBuffer(max_groups=settings.carry_max_groups, max_staleness=settings.carry_max_staleness)
         self.prompt_history = (
             PromptHistory(seed=settings.seed, max_skip_probability=settings.max_skip_probability)
-            if settings.max_skip_probability > 0
+            if settings.max_skip_probability > 0 and settings.adaptive is None
             else None
+        )
+        self.beliefs = (
+            PassRateBeliefs(settings.adaptive, settings.group_size, settings.seed) if settings.adaptive else None
         )
         self._backoff_announced = False
         self._always_informative_batches = 0
@@ -182,6 +196,7 @@ class DynamicSampler:
                 "keep_rate_windows": [estimator.state_dict() for estimator in self.keep_rates],
                 "backoff": self.backoff.state_dict(),
                 "prompt_history": self.prompt_history.state_dict() if self.prompt_history else None,
+                "beliefs": self.beliefs.state_dict() if self.beliefs is not None else None,
                 "refill_stream": getattr(self.refills, "state_dict", dict)(),
             },
             "carry": self.carry.state_dict(),
@@ -209,6 +224,8 @@ class DynamicSampler:
             self.refills.load_state_dict(shared["refill_stream"])
         if self.prompt_history is not None and shared.get("prompt_history"):
             self.prompt_history.load_state_dict(shared["prompt_history"])
+        if self.beliefs is not None and shared.get("beliefs"):
+            self.beliefs.load_state_dict(shared["beliefs"])
 
     # --------------------------------------------------------------------------------------------- the loop
 
@@ -264,16 +281,8 @@ class DynamicSampler:
             round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
             round_rows, rewards_per_func = source.generate_and_score(round_inputs, held_environments)
             report.rows_per_round.append(len(round_inputs) * num_processes)
-            report.generated_tokens += sum(completion_lengths(round_rows.generation()))
-
-            rewards = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used)
-            informative = informative_group_mask(rewards, group_size).view(num_processes, -1).cpu()
-            if self.prompt_history is not None:
-                self.prompt_history.record(round_indices, group_outcomes(rewards.cpu(), group_size))
-            for estimator, process_informative in zip(self.keep_rates, informative, strict=True):
-                estimator.update(int(process_informative.sum()), process_informative.numel())
-            report.groups_sampled += informative.numel()
-            report.informative_sampled += int(informative.sum())
+            first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
+            informative = self._judge_round(round_rows, rewards_per_func, round_indices, first_group, report)
 
             deficit = groups_needed - int(available[rank]) - int(kept_per_process[rank])  # what carried ones leave
             kept = groups_to_keep(informative[rank], deficit)
@@ -283,7 +292,6 @@ class DynamicSampler:
             rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare)))
             held_environments += selected.columns["environments"] or []
             if self.carry.max_staleness > 0:
-                first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
                 surplus += [
                     CarriedGroup(
                         {"rows": carried_payload(round_rows.select(group_rows(torch.tensor([group]), group_size)))},
@@ -310,13 +318,26 @@ class DynamicSampler:
 
         # The carried groups the batch counted on, then its fresh ones; this batch's surplus is carried on.
         carried, _ = self.carry.take(int(available[rank]), policy_version)
+        any_carried = any(processes.gather(bool(carried)))
+        source.record_behaviour(surplus)
+        report.carry_overflow = self.carry.add(surplus)
+        return self._assemble(rounds, carried, any_carried, groups_needed, policy_version, report)
+
+    def _assemble(
+        self,
+        rounds: list[Round],
+        carried: list[CarriedGroup],
+        any_carried: bool,
+        groups_needed: int,
+        policy_version: int,
+        report: BatchReport,
+    ) -> SampledBatch:
+        """The batch: the carried groups it counted on, its fresh kept groups, then fillers if it ran short."""
+        group_size = self.settings.group_size
         if carried:
             rounds.insert(0, carried_round(carried))
         report.carried_groups = len(carried)
         report.carried_staleness = sum(group.staleness(policy_version) for group in carried)
-        any_carried = any(processes.gather(bool(carried)))
-        source.record_behaviour(surplus)
-        report.carry_overflow = self.carry.add(surplus)
         shortfall = groups_needed - sum(held.kept for held in rounds)
         fillers = spare_groups_to_fill(
             [torch.arange(held.spare) for held in rounds], shortfall if report.exhausted else 0
@@ -336,13 +357,50 @@ class DynamicSampler:
 
     # ------------------------------------------------------------------------------------------ decisions
 
+    def _judge_round(
+        self, rows: Rows, rewards_per_func: torch.Tensor, prompt_indices: list[int], first_group: int, report
+    ) -> torch.Tensor:
+        """Which groups of a round are informative, `(num_processes, groups per process)`; records the round in the
+        keep rates, the prompt history or beliefs and the report. In the adaptive mode each local row gets its prompt's
+        history from before this round (`HISTORY_COLUMN`), and a group is informative when its history-baseline
+        advantages are not all zero."""
+        settings, group_size = self.settings, self.settings.group_size
+        rewards = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used)
+        informative = informative_group_mask(rewards, group_size)
+        if self.beliefs is not None:
+            totals = settings.advantage_rewards(rewards_per_func)
+            history_sum, history_count = self.beliefs.history(prompt_indices)
+            if settings.adaptive.history_baseline:
+                informative |= informative_against_history(totals.cpu(), group_size, history_sum, history_count)
+            local_groups = range(first_group, first_group + len(rows) // group_size)
+            rows.columns[HISTORY_COLUMN] = [
+                (float(history_sum[group]), float(history_count[group])) for group in local_groups
+                for _ in range(group_size)
+            ]  # fmt: skip
+            self.beliefs.record(prompt_indices, rewards.cpu(), totals.cpu())
+        elif self.prompt_history is not None:
+            self.prompt_history.record(prompt_indices, group_outcomes(rewards.cpu(), group_size))
+        informative = informative.view(self.processes.num_processes, -1).cpu()
+        for estimator, process_informative in zip(self.keep_rates, informative, strict=True):
+            estimator.update(int(process_informative.sum()), process_informative.numel())
+        report.groups_sampled += informative.numel()
+        report.informative_sampled += int(informative.sum())
+        lengths = completion_lengths(rows.generation())
+        report.generated_tokens += sum(lengths)
+        local = informative[self.processes.process_index].repeat_interleave(group_size).tolist()
+        report.uninformative_tokens += sum(length for length, kept in zip(lengths, local, strict=True) if not kept)
+        return informative
+
     def _prompts_for(self, deficits: torch.Tensor, max_prompts: int) -> int:
         """Prompts per process for the next round (see `prompts_for_processes`)."""
         rates = [estimator.estimate() for estimator in self.keep_rates]
         return prompts_for_processes(deficits.tolist(), rates, self.settings.confidence, max_prompts)
 
     def _skip_prompts(self, indices: list[int], draw_key: int, round_index: int) -> list[bool]:
-        """Which prompts the prompt history says not to generate for (never without a history)."""
+        """Which prompts the prompt history (or, in the adaptive mode, the pass-rate estimate) says not to generate
+        for; none without either."""
+        if self.beliefs is not None:
+            return self.beliefs.should_skip(indices, draw_key, round_index)
         if self.prompt_history is None:
             return [False] * len(indices)
         return self.prompt_history.should_skip(indices, draw_key, round_index)
@@ -425,6 +483,16 @@ class DynamicSampler:
                 "never has zero variance and nothing is filtered. Set `dynamic_sampling_filter_reward` to a verifier "
                 "reward (right/wrong), or `dynamic_sampling=False`."
             )
+
+
+def batch_history_advantages(batch: SampledBatch, settings: SamplerSettings) -> torch.Tensor:
+    """`(B,)` the adaptive mode's advantages of a batch's rows (this process's): each row's reward minus the
+    leave-one-out baseline over its prompt's earlier rewards and its group's others (`history_baseline_advantages`);
+    0 for fillers and unjudged rows."""
+    group_size = settings.group_size
+    history = torch.tensor(batch.rows.columns[HISTORY_COLUMN][::group_size], dtype=torch.float64).view(-1, 2)
+    rewards = settings.advantage_rewards(batch.rewards().cpu())
+    return history_baseline_advantages(rewards, group_size, history[:, 0], history[:, 1])
 
 
 def local_processes() -> Processes:

@@ -46,7 +46,7 @@ from ..sampling.assembly import (
     sampled_log_probs,
 )
 from ..sampling.environments import free_instances, merge_instances, stand_ins
-from ..sampling.sampler import SampledBatch
+from ..sampling.sampler import HISTORY_COLUMN, SampledBatch, batch_history_advantages
 from .sampled_scores import SampledTokenScores, scores_agree
 from .scoring import mark_unjudged_completions
 
@@ -239,6 +239,8 @@ class DynamicSamplingBridge(GRPOTrainer):
             output["old_per_token_logps"], fresh_rows = self._with_behaviour_log_probs(output, batch)
             if fresh_rows is not None:
                 output[FRESH_OLD_LOGPS] = fresh_rows
+        if batch.rows.columns.get(HISTORY_COLUMN) is not None and self.sampler.settings.adaptive.history_baseline:
+            output["advantages"] = batch_history_advantages(batch, self.sampler.settings).to(output["advantages"])
         fillers = batch.filler_rows
         if len(fillers):
             # Filler groups train on nothing: out of the loss, the KL and entropy terms, and the token normaliser.
