@@ -13,6 +13,7 @@ the skip coins are pure functions of the batch, and the carry buffer's decisions
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -110,6 +111,7 @@ class BatchReport:
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
+    sampler_seconds: float = 0.0  # the sampler's own time: the batch's wall time less the source's generation and scoring
     carried_groups: int = 0
     carried_staleness: int = 0  # summed over the carried groups
     carry_expired: int = 0  # carried groups too stale to be used
@@ -240,6 +242,14 @@ class DynamicSampler:
             policy_version: optimizer updates so far (carried groups' staleness is counted in them).
             draw_key: identifies the generation batch (refill draws and skip coins are functions of it).
         """
+        started, source = time.perf_counter(), _TimedSource(source)
+        batch = self._next_batch(inputs, source, policy_version=policy_version, draw_key=draw_key)
+        batch.report.sampler_seconds = time.perf_counter() - started - source.seconds
+        return batch
+
+    def _next_batch(
+        self, inputs: list[dict[str, Any]], source: RoundSource, *, policy_version: int, draw_key: int
+    ) -> SampledBatch:
         settings, processes = self.settings, self.processes
         group_size, rank, num_processes = (settings.group_size, processes.process_index, processes.num_processes)
         groups_needed = len(inputs) // group_size
@@ -493,6 +503,27 @@ def batch_history_advantages(batch: SampledBatch, settings: SamplerSettings) -> 
     history = torch.tensor(batch.rows.columns[HISTORY_COLUMN][::group_size], dtype=torch.float64).view(-1, 2)
     rewards = settings.advantage_rewards(batch.rewards().cpu())
     return history_baseline_advantages(rewards, group_size, history[:, 0], history[:, 1])
+
+
+class _TimedSource:
+    """A `RoundSource` that adds up the time spent in it, so the sampler's own time can be told apart."""
+
+    def __init__(self, source: RoundSource):
+        self.source, self.seconds = source, 0.0
+
+    def generate_and_score(self, inputs, held_environments):
+        started = time.perf_counter()
+        try:
+            return self.source.generate_and_score(inputs, held_environments)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def record_behaviour(self, groups):
+        started = time.perf_counter()
+        try:
+            return self.source.record_behaviour(groups)
+        finally:
+            self.seconds += time.perf_counter() - started
 
 
 def local_processes() -> Processes:
