@@ -1,5 +1,6 @@
-"""Every rollout kind with GSPO: `GSPOTrainer` (TRL's loop with GSPO's sequence ratio) and `DAPOTrainer` with
-GSPO's settings and dynamic sampling on (the `gspo.py` recipe with the class names swapped)."""
+"""Every rollout kind with GSPO: `GSPOTrainer` (TRL's loop with GSPO's sequence ratio), `GSPOTrainer` with dynamic
+sampling on, and `DAPOTrainer` with GSPO's settings and dynamic sampling on (the `gspo.py` recipe with the class
+names swapped)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from trl_ext import DAPOConfig, DAPOTrainer, GSPOConfig, GSPOTrainer
 GSPO_SETTINGS = {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4}
 VARIANTS = {
     "gspo_trainer": (GSPOTrainer, GSPOConfig, {}),
+    "gspo_dynamic_sampling": (GSPOTrainer, GSPOConfig, {"dynamic_sampling": True}),
     # Two updates per generation batch, so that the sequence ratio moves away from 1 and its clip can act.
     "dapo_with_gspo_ratio": (
         DAPOTrainer,
@@ -45,8 +47,8 @@ def train(tmp_path, variant, model, reward_funcs, dataset, **kwargs):
     trainer = trainer_cls(model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, **kwargs)
     trainer.train()
     assert trainer.state.global_step == 2
-    if trainer_cls is DAPOTrainer:
-        assert any("dynamic_sampling/generation_rounds" in entry for entry in trainer.state.log_history)
+    sampled = any("dynamic_sampling/generation_rounds" in entry for entry in trainer.state.log_history)
+    assert sampled == config.dynamic_sampling
     return trainer
 
 

@@ -5,25 +5,19 @@ from __future__ import annotations
 import copy
 import inspect
 import textwrap
-from typing import Any
 
-import torch
-from torch import nn
 from transformers.utils import logging
 from trl import GRPOTrainer
 
 from ..rewards import SoftOverlongPunishment
-from ..sampling import filter_reward_mask
-from ..sampling.sampler import BatchReport, DynamicSampler, SamplerSettings
 from .dapo_config import DAPOConfig
 from .dataset_checks import check_dataset, resolve_reward_names
-from .scoring import TRL_CONTINUOUS_REWARD_NAMES, is_shaping_reward, merge_generation_metrics
-from .trl_bridge import DynamicSamplingBridge, Processes
+from .dynamic_sampling_trainer import DynamicSamplingTrainer
 
 logger = logging.get_logger(__name__)
 
 
-class DAPOTrainer(DynamicSamplingBridge):
+class DAPOTrainer(DynamicSamplingTrainer):
     """Trainer for DAPO ([arXiv 2503.14476](https://huggingface.co/papers/2503.14476)).
 
     A drop-in replacement for [`~trl.GRPOTrainer`], with the same constructor: swap the import and the class
@@ -53,8 +47,6 @@ class DAPOTrainer(DynamicSamplingBridge):
     (carried surplus groups), and `dynamic_sampling/prompts_skipped` (the opt-in prompt history).
     """
 
-    # The dynamic sampler's class: a subclass changes how rounds are requested (see benchmarks/dynamic_sampling.py).
-    sampler_class = DynamicSampler
     _tag_names = ["trl", "dapo", "trl-ext"]
     _name = "DAPO"
     _paper = {
@@ -105,112 +97,7 @@ class DAPOTrainer(DynamicSamplingBridge):
         arguments["args"] = config
         super().__init__(**arguments)
 
-        self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
-        if self.args.dynamic_sampling and self.train_dataset is not None:
-            processes = Processes(self.accelerator)
-            self.sampler = self.sampler_class(self._sampler_settings(), self.train_dataset, processes)
-
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
-
-    # ------------------------------------------------------------------------------------------------ set-up
-
-    def _sampler_settings(self) -> SamplerSettings:
-        args = self.args
-        filter_used, filter_weights = self._resolve_filter_reward()
-        return SamplerSettings(
-            group_size=self.num_generations,
-            max_rounds=args.dynamic_sampling_max_rounds,
-            max_oversampling=args.dynamic_sampling_max_oversampling,
-            confidence=args.dynamic_sampling_confidence,
-            on_exhausted=args.dynamic_sampling_on_exhausted,
-            carry_max_groups=args.dynamic_sampling_carry_max_groups,
-            carry_max_staleness=args.dynamic_sampling_carry_max_staleness,
-            max_skip_probability=args.dynamic_sampling_max_skip_probability,
-            seed=args.seed,
-            shuffle=args.shuffle_dataset,
-            filter_used=filter_used,
-            filter_weights=filter_weights,
-        )
-
-    def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Which reward functions decide informativeness, and with what weights."""
-        names, wanted = self.reward_func_names, self.args.dynamic_sampling_filter_reward
-        used = filter_reward_mask(names, self._judging.tolist(), wanted)
-        if wanted is not None:
-            return torch.tensor(used), torch.ones(len(names))
-        continuous = [
-            name
-            for name, func, judging in zip(names, self.reward_funcs, used, strict=True)
-            if judging
-            and (isinstance(func, nn.Module) or getattr(func, "__name__", None) in TRL_CONTINUOUS_REWARD_NAMES)
-        ]
-        if continuous:
-            logger.warning(
-                f"Dynamic sampling filters on the sum of the rewards, which includes {continuous}: a reward model or "
-                "a length-scaled reward almost never gives a group identical rewards, so no group would be dropped. "
-                "Set `dynamic_sampling_filter_reward` to the name of a verifier reward (one of "
-                f"{[name for name in names if name not in continuous]}) to filter on right/wrong outcomes."
-            )
-        return torch.tensor(used), self.reward_weights
-
-    # ------------------------------------------------------------------------------------- dynamic sampling
-
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
-        if self.sampler is None or not self.model.training:
-            return super()._generate_and_score_completions(inputs)
-        logged_before = self._metric_positions()
-        tokens_before = self.state.num_input_tokens_seen
-        batch = self.sampler.next_batch(
-            inputs, self, policy_version=self.state.global_step, draw_key=self._refill_draw_key()
-        )
-        self._pending_log_columns(batch.rows.extra_logs())
-        self._log_batch_metrics(batch.report, logged_before, tokens_before)
-        return self.train_on(batch)
-
-    def _refill_draw_key(self) -> int:
-        """Identifies this generation batch: unique even when several are generated within one optimiser step
-        (`steps_per_generation < gradient_accumulation_steps`), and the same after resuming from a checkpoint."""
-        accumulation = self.args.gradient_accumulation_steps
-        return self.state.global_step * accumulation + self._step % accumulation
-
-    def _log_batch_metrics(self, report: BatchReport, logged_before: dict[str, int], tokens_before: int):
-        """One entry per metric for the generation batch: TRL's per-round entries merged by sample, `num_tokens`
-        counting trained rows only, and the `dynamic_sampling/*` metrics (process-local counts summed)."""
-        counts = [
-            report.generated_tokens,
-            report.trained_tokens,
-            report.carried_groups,
-            report.carried_staleness,
-            report.carry_dropped,
-        ]
-        generated, trained, carried_groups, staleness_sum, carry_dropped = (
-            self.accelerator.gather(torch.tensor(counts, device=self.accelerator.device).unsqueeze(0))
-            .sum(dim=0)
-            .tolist()
-        )
-        # TRL counted every round's tokens; count those of the trained rows, and report what was generated.
-        self.state.num_input_tokens_seen = tokens_before + trained
-        self._metrics["train"]["num_tokens"] = [self.state.num_input_tokens_seen]
-        self._replace_metric_entries(
-            logged_before, lambda per_round: merge_generation_metrics(per_round, report.rows_per_round)
-        )
-        sampled = report.groups_sampled
-        values = {
-            "generation_rounds": report.rounds_run,
-            "prompts_sampled": sampled,
-            "tokens_generated": generated,
-            # Fresh informative groups that made it into the batch (fillers excluded), over all groups generated for.
-            "groups_kept_fraction": report.fresh_groups_kept / sampled,
-            "generated_zero_std_fraction": 1.0 - report.informative_sampled / sampled,
-            "rounds_exhausted": report.exhausted,
-            "backoff": report.backing_off,
-            "prompts_skipped": report.prompts_skipped,
-            "carried_groups": carried_groups,
-            "carried_staleness": staleness_sum / carried_groups if carried_groups else 0.0,
-            "carry_dropped": carry_dropped,
-        }
-        for name, value in values.items():
-            self._log_metric(f"dynamic_sampling/{name}", float(value))
 
 
 _GRPO_INIT_SIGNATURE = inspect.signature(GRPOTrainer.__init__)

@@ -23,6 +23,8 @@ from ..objectives import (
     sequence_log_ratio,
 )
 from .dataset_checks import check_dataset, resolve_reward_names
+from .dynamic_sampling_trainer import DynamicSamplingTrainer
+from .sampling_arguments import DynamicSamplingArguments, documents_dynamic_sampling
 
 # The paper splits each rollout batch into 4 mini-batches, one optimiser update each.
 PAPER_UPDATES_PER_ROLLOUT = 4
@@ -38,13 +40,15 @@ LENGTH_WEIGHTED_LOSSES = ("dapo", "bnpo", "dr_grpo", "cispo", "luspo")
 WIDE_SEQUENCE_EPSILON = 0.05
 
 
+@documents_dynamic_sampling
 @dataclass
-class GSPOConfig(GRPOConfig):
+class GSPOConfig(DynamicSamplingArguments, GRPOConfig):
     r"""
     Configuration class for the [`GSPOTrainer`].
 
     Every [`~trl.GRPOConfig`] argument is accepted; only the defaults below differ, and `__post_init__` refuses
-    configurations in which the objective would not be GSPO's.
+    configurations in which the objective would not be GSPO's. Dynamic sampling, as in [`DAPOConfig`], is off by
+    default and turned on with `dynamic_sampling=True`; its parameters, the same as `DAPOConfig`'s, are listed last.
 
     Parameters:
         > Parameters that control the GSPO objective
@@ -183,10 +187,16 @@ class GSPOConfig(GRPOConfig):
             )
 
 
-class GSPOTrainer(GRPOTrainer):
+class GSPOTrainer(DynamicSamplingTrainer):
     """[`~trl.GRPOTrainer`] optimising GSPO or GSPO-token, configured by a [`GSPOConfig`].
 
     Takes the same arguments as `GRPOTrainer`; `args` must be a `GSPOConfig` (or `None` for its defaults).
+
+    With `dynamic_sampling=True` in the config, training batches are filled with informative groups by the same
+    sampler as [`DAPOTrainer`]'s, with the same settings and the same `dynamic_sampling/*` metrics; carried groups
+    keep the log-probabilities of the policy that generated them, so their sequence ratio `s_i` is taken against
+    it. Off (the default), GSPOTrainer trains on TRL's batches as they come. Either way, a completion that every
+    judging reward scored `None` is left out of the advantages, whatever shaping rewards (length, repetition) add.
 
     GSPO itself is TRL's sequence-level ratio under the config's defaults. GSPO-token reuses TRL's token-level loss
     unchanged: the one thing that differs is the baseline the ratio divides by. `_compute_loss` hands its inputs to
@@ -237,6 +247,10 @@ class GSPOTrainer(GRPOTrainer):
             self.importance_sampling_level = "token"
 
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
+
+    # Both overrides below wrap the bridge's (`DynamicSamplingBridge`, next in the MRO), which, for a batch holding
+    # carried groups, gives fresh rows their old log-probs from this same training forward: `super()` runs first, so
+    # those are in place before the sequence ratios are logged and GSPO-token re-bases them.
 
     def _compute_loss(self, model, inputs):
         # Copy: the buffered batch is reused by later steps and must keep the true old log-probabilities.
