@@ -281,9 +281,19 @@ def prompt_order(seed: int, num_prompts: int, needed: int) -> list[int]:
 
 
 def run_arm(arm: Arm, seed: int, config: dict, threshold: float | None = None) -> dict:
-    """One training run of `config["steps"]` steps of one arm; returns its totals (asserting the checks)."""
+    """One training run of `config["steps"]` steps of one arm; returns its totals (asserting the checks). The
+    sampler's exhausted/back-off notices are silenced while it runs (and only then: tests run it in-process)."""
+    logger = logging.getLogger("trl_ext.sampling.sampler")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return _run_arm(arm, seed, config, threshold)
+    finally:
+        logger.setLevel(level)
+
+
+def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict:
     torch.set_num_threads(1)
-    logging.getLogger("trl_ext.sampling.sampler").setLevel(logging.ERROR)  # exhausted/back-off notices
     steps, groups, group_size, num_prompts = config["steps"], config["groups"], config["group_size"], config["prompts"]
     world = make_world(seed, num_prompts, config["mix"])
     initial_rates = world["pass_rates"].copy()

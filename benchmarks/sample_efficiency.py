@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from dataclasses import asdict
 import statistics
 import tempfile
 import time
@@ -51,6 +52,7 @@ from _common import (
     without_log_printing,
     write_json,
 )
+from paired_seeds import Censored, bootstrap_median_interval, censored_median, describe, paired_ratio
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -61,14 +63,32 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
-METHODS = ("dapo", "dapo-no-carry", "dapo-history", "dapo-no-carry-history", "grpo", "gspo")
-# Each variant states both switches, so it means the same whatever DAPOConfig's defaults are.
+# Each variant states every switch it depends on, so it means the same whatever DAPOConfig's defaults are.
+_ADAPTIVE = {"dynamic_sampling_mode": "adaptive", "dynamic_sampling_carry_max_staleness": 1}
 DAPO_VARIANTS = {
     "dapo": {"dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_max_skip_probability": 0.0},
     "dapo-no-carry": {"dynamic_sampling_carry_max_staleness": 0, "dynamic_sampling_max_skip_probability": 0.0},
     "dapo-history": {"dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_max_skip_probability": 0.9},
     "dapo-no-carry-history": {"dynamic_sampling_carry_max_staleness": 0, "dynamic_sampling_max_skip_probability": 0.9},
-}
+    # The adaptive mode and its ablations: the history baseline alone, the estimate skip alone, both.
+    "dapo-adaptive": {
+        **_ADAPTIVE, "dynamic_sampling_history_baseline": True, "dynamic_sampling_max_skip_probability": 0.9
+    },
+    "dapo-adaptive-baseline": {
+        **_ADAPTIVE, "dynamic_sampling_history_baseline": True, "dynamic_sampling_max_skip_probability": 0.0
+    },
+    "dapo-adaptive-skip": {
+        **_ADAPTIVE, "dynamic_sampling_history_baseline": False, "dynamic_sampling_max_skip_probability": 0.9
+    },
+}  # fmt: skip
+GSPO_VARIANTS = {
+    "gspo": {"dynamic_sampling": False},
+    "gspo-dynamic": {"dynamic_sampling": True, "dynamic_sampling_carry_max_staleness": 4},
+    "gspo-adaptive": {
+        "dynamic_sampling": True, **DAPO_VARIANTS["dapo-adaptive"], "dynamic_sampling_carry_max_staleness": 4
+    },
+}  # fmt: skip
+METHODS = (*DAPO_VARIANTS, "grpo", *GSPO_VARIANTS)
 
 
 class CountGeneratedTokens:
@@ -119,9 +139,10 @@ def method_setup(method: str, settings: dict):
         return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
     if method == "grpo":
         return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings)
-    if method == "gspo":
+    if method in GSPO_VARIANTS:
         # One rollout of 4 x 64 completions feeds 4 optimiser steps of 64, so every method trains on 64 per step.
-        config = GSPOConfig(**settings, steps_per_generation=4)
+        dynamic = {"dynamic_sampling_filter_reward": "exact_match"} if GSPO_VARIANTS[method]["dynamic_sampling"] else {}
+        config = GSPOConfig(**settings, steps_per_generation=4, **dynamic, **GSPO_VARIANTS[method])
         return type("CountingGSPOTrainer", (CountGeneratedTokens, GSPOTrainer), {}), config
     raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
 
@@ -221,6 +242,47 @@ def summarise(runs: list[dict], methods: list[str]) -> list[dict]:
     return summary
 
 
+def tokens_to_target(run: dict) -> Censored:
+    """A run's generated tokens to the target, censored at the tokens it spent if it never reached it."""
+    if run["tokens_to_target"] is not None:
+        return Censored(run["tokens_to_target"], True)
+    return Censored(run["total_tokens"], False)
+
+
+def paired_summary(runs: list[dict], methods: list[str], baseline: str = "grpo") -> list[dict]:
+    """Per method: median tokens to target with a bootstrap 95% interval over seeds, and the per-seed paired ratio
+    against `baseline` (same seed), censored runs marked (`paired_seeds.paired_ratio`)."""
+    by_seed = {(r["method"], r["seed"]): r for r in runs}
+    summary = []
+    for method in methods:
+        mine = sorted((r for r in runs if r["method"] == method), key=lambda r: r["seed"])
+        if not mine:
+            continue
+        values = [tokens_to_target(r) for r in mine]
+        low, high = bootstrap_median_interval(values)
+        ratios = {
+            r["seed"]: paired_ratio(tokens_to_target(r), tokens_to_target(by_seed[(baseline, r["seed"])]))
+            for r in mine
+            if (baseline, r["seed"]) in by_seed
+        }
+        known = sorted(ratio for ratio, kind in ratios.values())
+        summary.append(
+            {
+                "method": method,
+                "median_tokens_to_target": asdict(censored_median(values)),
+                "interval_95": [asdict(low), asdict(high)],
+                f"paired_ratio_to_{baseline}": {seed: [ratio, kind] for seed, (ratio, kind) in ratios.items()},
+                f"median_paired_ratio_to_{baseline}": statistics.median(known) if known else None,
+                "ratio_of_medians": (
+                    censored_median(values).value / censored_median([tokens_to_target(by_seed[(baseline, r["seed"])])
+                                                                     for r in mine if (baseline, r["seed"]) in by_seed]).value
+                    if ratios else None
+                ),
+            }
+        )  # fmt: skip
+    return summary
+
+
 def _median_with_misses(values: list) -> float | None:
     """Median where a miss (None) ranks above every hit; None when the median itself is a miss."""
     ranked = sorted(values, key=lambda value: (value is None, value if value is not None else 0))
@@ -243,6 +305,11 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
         "dapo-no-carry-history": "tab:brown",
         "grpo": "tab:orange",
         "gspo": "tab:green",
+        "dapo-adaptive": "tab:red",
+        "dapo-adaptive-baseline": "tab:pink",
+        "dapo-adaptive-skip": "tab:olive",
+        "gspo-dynamic": "tab:gray",
+        "gspo-adaptive": "darkgreen",
     }
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:
@@ -312,6 +379,7 @@ def main(argv=None):
             "model_path": model_path,
             "machine": machine,
             "summary": summarise(runs, args.methods),
+            "paired": paired_summary(runs, args.methods),
             "runs": runs,
         }
 
@@ -358,6 +426,26 @@ def main(argv=None):
         f"samples, evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
     )
 
+    paired = paired_summary(runs, args.methods)
+    print()
+    print(
+        format_table(
+            ["method", "median tokens to target", "95% interval", "paired ratio to grpo (median)", "per seed"],
+            [
+                [
+                    row["method"],
+                    describe(Censored(**row["median_tokens_to_target"])),
+                    " - ".join(describe(Censored(**end)) for end in row["interval_95"]),
+                    "-" if row["median_paired_ratio_to_grpo"] is None else f"{row['median_paired_ratio_to_grpo']:.2f}",
+                    " ".join(
+                        f"{'' if kind == '=' else kind}{ratio:.2f}"
+                        for ratio, kind in row["paired_ratio_to_grpo"].values()
+                    ),
+                ]
+                for row in paired
+            ],
+        )
+    )
     plot_path = Path(args.plot) if args.plot else (Path(args.out).with_suffix(".png") if args.out else None)
     if plot_path is not None:
         plot(runs, args.methods, plot_path)

@@ -56,7 +56,7 @@ from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer  # n
 
 SECRET_RANGE = 9
 GUESSES_PER_GAME = 2
-METHODS = ("grpo", "dapo")
+METHODS = ("grpo", "dapo", "dapo-adaptive")
 
 
 # ------------------------------------------------------------------------------------------------------ the game
@@ -269,8 +269,9 @@ class BudgetAndEvaluation(TrainerCallback):
 def trainer_setup(method: str, settings: dict):
     if method == "grpo":
         return type("CountingGRPOTrainer", (CountRollouts, GRPOTrainer), {}), GRPOConfig(**settings)
-    if method == "dapo":
-        config = DAPOConfig(**settings, soft_overlong_punishment=False)
+    if method in ("dapo", "dapo-adaptive"):
+        mode = "adaptive" if method == "dapo-adaptive" else "filter"
+        config = DAPOConfig(**settings, soft_overlong_punishment=False, dynamic_sampling_mode=mode)
         return type("CountingDAPOTrainer", (CountRollouts, DAPOTrainer), {}), config
     raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
 
@@ -356,6 +357,10 @@ def summarise(runs: list[dict]) -> list[dict]:
                 "rollout_reward_mean": statistics.fmean(r["rollout_reward_mean"] for r in mine),
                 "signal_fraction": (
                     sum(r["signal_groups"] for r in mine) / max(1, sum(r["trained_groups"] for r in mine))
+                ),
+                # Groups trained with a non-zero advantage per 1k generated tokens (every rollout counted).
+                "informative_groups_per_1k_tokens": (
+                    1000 * sum(r["signal_groups"] for r in mine) / max(1, sum(r["generated_tokens"] for r in mine))
                 ),
                 "mean_train_seconds": statistics.fmean(r["train_seconds"] for r in mine),
             }

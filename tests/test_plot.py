@@ -70,6 +70,8 @@ def test_the_run_logged_what_the_panels_draw(run_dir):
         "clip_ratio/high_mean",
         "dynamic_sampling/groups_kept_fraction",
         "dynamic_sampling/generation_rounds",
+        "dynamic_sampling/informative_groups_per_1k_tokens",
+        "dynamic_sampling/generation_budget_used",
         "eval/pass@1",
     ):
         assert key in series, key

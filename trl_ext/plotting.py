@@ -52,6 +52,13 @@ PANELS = (
         secondary=(r"dynamic_sampling/generation_rounds",),
         secondary_ylabel="generation rounds",
     ),
+    Panel(
+        "Signal per generated token",
+        "informative groups per 1k tokens",
+        (r"dynamic_sampling/informative_groups_per_1k_tokens",),
+        secondary=(r"dynamic_sampling/generation_budget_used", r"dynamic_sampling/prompts_skipped"),
+        secondary_ylabel="budget used / prompts skipped",
+    ),
 )
 
 

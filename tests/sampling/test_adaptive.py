@@ -148,3 +148,39 @@ def test_adaptive_settings_refuse_out_of_range_values():
         AdaptiveSettings(max_skip_probability=1.0)
     with pytest.raises(ValueError, match="decay"):
         AdaptiveSettings(decay=1.0)
+
+
+def test_two_processes_take_identical_adaptive_decisions():
+    """Two simulated processes (threads whose gathers exchange values) each run the real sampler in the adaptive
+    mode on their own prompts and their own rewards: their beliefs, skips and round counts stay identical."""
+    import sys
+    import threading
+    from pathlib import Path
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from dynamic_sampling_sim import BernoulliGroups, Lockstep
+
+    lockstep, samplers, reports = Lockstep(2), [None, None], [[], []]
+    adaptive = AdaptiveSettings(max_skip_probability=0.9, history_baseline=True)
+
+    def process_run(index):
+        process = lockstep.process(index)
+        sampler = DynamicSampler(sampler_settings(adaptive=adaptive, on_exhausted="warn"), dataset(), process)
+        samplers[index] = sampler
+        source = BernoulliGroups(0.4, np.random.default_rng(index), process)
+        for step in range(12):
+            first = (step * 2 + index) * 4 % 40  # prompts revisit, so beliefs build up and skips happen
+            inputs = [{"prompt": f"prompt {first + group}"} for group in range(4) for _ in range(GROUP)]
+            batch = sampler.next_batch(inputs, source, policy_version=step, draw_key=step)
+            reports[index].append((batch.report.rounds_run, batch.report.prompts_skipped, batch.report.groups_sampled))
+
+    threads = [threading.Thread(target=process_run, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert reports[0] == reports[1]
+    assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
+    assert len(samplers[0].beliefs) > 0 and sum(skipped for _, skipped, _ in reports[0]) > 0

@@ -1,6 +1,6 @@
 """Trains the tiny wide model with vLLM colocated and writes what each trainer did, for tests/vllm_cpu/test_colocate.py.
 
-    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, DAPOTrainer resumed
+    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, DAPOTrainer resumed, adaptive
     accelerate launch ... colocate_run.py ddp MODEL_DIR OUTPUT_DIR   # DAPOTrainer on every launched process
 
 Each trainer's report records the global step of every weight sync into vLLM (calls of TRL's
@@ -117,6 +117,11 @@ def trainers(model_dir: str, output_dir: Path) -> None:
     resumed = DAPOConfig(**vllm_settings(output_dir / "resumed", soft_overlong_punishment=False))
     checkpoint = str(output_dir / "dapo" / "out" / "checkpoint-1")
     train_and_report(DAPOTrainer, resumed, model_dir, output_dir / "resumed.json", resume_from=checkpoint)
+    # The adaptive mode: pass-rate beliefs, the estimate skip and the history baseline, generating through vLLM.
+    adaptive = DAPOConfig(
+        **vllm_settings(output_dir / "adaptive", soft_overlong_punishment=False, dynamic_sampling_mode="adaptive")
+    )
+    train_and_report(DAPOTrainer, adaptive, model_dir, output_dir / "adaptive.json")
 
 
 def ddp(model_dir: str, output_dir: Path) -> None:

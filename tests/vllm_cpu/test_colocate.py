@@ -49,7 +49,7 @@ def vllm_env():
 def colocated(tmp_path_factory, wide_model_dir, vllm_env) -> dict:
     directory = tmp_path_factory.mktemp("colocated")
     run_script("colocate_run.py", ["trainers", str(wide_model_dir), str(directory)], vllm_env)
-    return {name: read_reports(directory, f"{name}.json")[0] for name in ("grpo", "dapo", "resumed")}
+    return {name: read_reports(directory, f"{name}.json")[0] for name in ("grpo", "dapo", "resumed", "adaptive")}
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +118,20 @@ def test_resume_under_vllm_takes_the_uninterrupted_runs_decisions(colocated):
         assert sorted(again["ids"]) == sorted(full["ids"])
     assert per_step(resumed, after_step=1) == per_step(uninterrupted, after_step=1)
     assert resumed["sync_steps"] == list(range(1, STEPS))
+
+
+def test_the_adaptive_mode_trains_with_vllm_and_its_advantages_use_the_history_baseline(colocated):
+    adaptive = colocated["adaptive"]
+    assert adaptive["global_step"] == STEPS and len(adaptive["batches"]) == STEPS
+    assert all(math.isfinite(loss) for loss in metric(adaptive, "loss"))
+    for batch in adaptive["batches"]:
+        # Uninformative prompts score 0 every time: their history says 0 too, so their groups are still dropped.
+        assert all(informative(prompt_id) for prompt_id in batch["ids"]), batch["ids"]
+    # First batch, no history yet: A_i = R_i - mean of the group's others, rewards 0..3 -> -2, -2/3, 2/3, 2.
+    first = adaptive["batches"][0]["advantages"]
+    for start in range(0, len(first), GROUP):
+        assert sorted(first[start : start + GROUP]) == pytest.approx([-2.0, -2 / 3, 2 / 3, 2.0], abs=1e-5)
+    assert metric(adaptive, "dynamic_sampling/informative_groups_per_1k_tokens")
 
 
 def test_two_processes_take_the_same_decisions_under_vllm(data_parallel):

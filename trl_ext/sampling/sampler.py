@@ -111,6 +111,7 @@ class BatchReport:
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
+    batch_rows: int = 0  # rows of one plain generation batch, over all processes (what GRPO would generate)
     sampler_seconds: float = 0.0  # the sampler's own time: the batch's wall time less the source's generation and scoring
     carried_groups: int = 0
     carried_staleness: int = 0  # summed over the carried groups
@@ -120,6 +121,11 @@ class BatchReport:
     @property
     def carry_dropped(self) -> int:
         return self.carry_expired + self.carry_overflow
+
+    @property
+    def generation_budget_used(self) -> float:
+        """Completions generated over those of one plain batch (1.0: what GRPO generates)."""
+        return sum(self.rows_per_round) / self.batch_rows if self.batch_rows else 0.0
 
 
 @dataclass
@@ -254,7 +260,8 @@ class DynamicSampler:
         group_size, rank, num_processes = (settings.group_size, processes.process_index, processes.num_processes)
         groups_needed = len(inputs) // group_size
         max_prompts = max(groups_needed, int(groups_needed * settings.max_oversampling))
-        report = BatchReport(backing_off=self.backoff.mode is SamplingMode.BACKOFF)
+        backing_off = self.backoff.mode is SamplingMode.BACKOFF
+        report = BatchReport(backing_off=backing_off, batch_rows=len(inputs) * num_processes)
 
         report.carry_expired = self.carry.expire(policy_version)
         local_indices = [self.prompt_identity(row.get("prompt")) for row in inputs[::group_size]]

@@ -15,7 +15,7 @@ from torch import nn
 from transformers.utils import logging
 from trl import GRPOTrainer
 
-from ..sampling import filter_reward_mask
+from ..sampling import AdaptiveSettings, filter_reward_mask
 from ..sampling.sampler import BatchReport, DynamicSampler, SamplerSettings
 from .scoring import TRL_CONTINUOUS_REWARD_NAMES, is_shaping_reward, merge_generation_metrics
 from .trl_bridge import DynamicSamplingBridge, Processes
@@ -64,6 +64,16 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             shuffle=args.shuffle_dataset,
             filter_used=filter_used,
             filter_weights=filter_weights,
+            adaptive=(
+                AdaptiveSettings(
+                    max_skip_probability=args.dynamic_sampling_max_skip_probability,
+                    history_baseline=args.dynamic_sampling_history_baseline,
+                    decay=args.dynamic_sampling_history_decay,
+                )
+                if args.dynamic_sampling_mode == "adaptive"
+                else None
+            ),
+            reward_weights=self.reward_weights.cpu(),
         )
 
     def _resolve_filter_reward(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,8 +126,9 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             report.carried_groups,
             report.carried_staleness,
             report.carry_dropped,
+            report.uninformative_tokens,
         ]
-        generated, trained, carried_groups, staleness_sum, carry_dropped = (
+        generated, trained, carried_groups, staleness_sum, carry_dropped, uninformative_tokens = (
             self.accelerator.gather(torch.tensor(counts, device=self.accelerator.device).unsqueeze(0))
             .sum(dim=0)
             .tolist()
@@ -142,6 +153,11 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             "carried_groups": carried_groups,
             "carried_staleness": staleness_sum / carried_groups if carried_groups else 0.0,
             "carry_dropped": carry_dropped,
+            # What a generated token bought: informative groups (kept or not) per 1,000 generated completion tokens.
+            "informative_groups_per_1k_tokens": 1000.0 * report.informative_sampled / max(generated, 1),
+            "uninformative_tokens": uninformative_tokens,
+            "generation_budget_used": report.generation_budget_used,
+            "sampler_seconds": report.sampler_seconds,
         }
         for name, value in values.items():
             self._log_metric(f"dynamic_sampling/{name}", float(value))

@@ -13,6 +13,10 @@ import re
 from dataclasses import dataclass, field, fields
 
 ON_EXHAUSTED_CHOICES = ("warn", "raise")
+MODE_CHOICES = ("filter", "adaptive")
+# `dynamic_sampling_max_skip_probability` when left at None: the prompt history is off in DAPO's mode, and the
+# estimate skip's cap is 0.9 in the adaptive mode.
+DEFAULT_MAX_SKIP_PROBABILITY = {"filter": 0.0, "adaptive": 0.9}
 
 # Metadata of the `dynamic_sampling` switch, for a config that redeclares it with its own default:
 # `dynamic_sampling: bool = field(default=True, metadata=DYNAMIC_SAMPLING_METADATA)`.
@@ -61,14 +65,37 @@ _PARAMETER_DOCS = {
         so that no amount of over-sampling can fill a batch, dynamic sampling backs off to one plain round per
         step until informative groups reappear (metric `dynamic_sampling/backoff`).""",
     ),
+    "dynamic_sampling_mode": (
+        "str",
+        """`"filter"`: DAPO's dynamic sampling, exactly (drop zero-variance groups, refill). `"adaptive"`: spend
+        generation where a prompt is still undecided (docs: DAPO > Adaptive sampling): per-prompt pass-rate
+        beliefs from every completion sampled for it, a skip of prompts whose groups are predictably all-equal
+        (capped by `dynamic_sampling_max_skip_probability`), and, with `dynamic_sampling_history_baseline`,
+        advantages against the prompt's history, so that an all-wrong group of a prompt solved before still
+        trains.""",
+    ),
     "dynamic_sampling_max_skip_probability": (
+        "float` or `None",
+        """The most a prompt is skipped before generation, in [0, 1): every prompt keeps a chance to come back.
+        Skipped prompts are replaced by fresh ones before generation (metric `dynamic_sampling/prompts_skipped`).
+        In the `"filter"` mode this is the prompt history (selective rollout, as in GRESO, arXiv 2506.02177): a
+        prompt whose last `k` groups were all uninformative is skipped with probability `1 - 0.5**k`, at most
+        this value; in the `"adaptive"` mode, the estimate skip. `None` (the default): 0 in the `"filter"` mode
+        (the history off: on the built-in task it lowered final pass@1 without saving tokens,
+        `benchmarks/RESULTS.md`), 0.9 in the `"adaptive"` mode; `0` turns the skip off in either.""",
+    ),
+    "dynamic_sampling_history_baseline": (
+        "bool",
+        """Adaptive mode only: advantages `R_i - b_i`, where `b_i` is the mean of the prompt's earlier rewards
+        (discounted) and of the group's other completions, without division by the std. It keeps the
+        policy-gradient estimate unbiased, and a group whose rewards are all equal but differ from the prompt's
+        history counts as informative. `False` keeps TRL's group-normalised advantages.""",
+    ),
+    "dynamic_sampling_history_decay": (
         "float",
-        """Prompt history (selective rollout, as in GRESO, arXiv 2506.02177): a prompt whose last `k` groups were
-        all uninformative (all right or all wrong) is not generated for with probability `1 - 0.5**k`, at most
-        this value, so every prompt keeps a chance to come back. Skipped prompts are replaced by fresh ones
-        before generation (metric `dynamic_sampling/prompts_skipped`). `0` (the default) turns the history off:
-        on the built-in task it lowered final pass@1 without saving tokens (`benchmarks/RESULTS.md`); 0.9 is
-        the value to try.""",
+        """Adaptive mode only: the weight, in [0, 1), of a prompt's earlier evidence each time it is sampled again
+        (the pass-rate beliefs and the history baseline follow a policy that changes). 0 keeps only the last
+        visit.""",
     ),
     "dynamic_sampling_carry_max_staleness": (
         "int` or `None",
@@ -171,12 +198,32 @@ class DynamicSamplingArguments:
         default=8.0,
         metadata={"help": "A round generates for at most this many times the per-process prompt batch."},
     )
-    dynamic_sampling_max_skip_probability: float = field(
-        default=0.0,
+    dynamic_sampling_mode: str = field(
+        default="filter",
         metadata={
-            "help": "Skip, before generation, prompts whose recent groups were all right or all wrong, with a "
-            "probability rising with their streak up to this value (0, the default, turns prompt history off)."
+            "help": "'filter': DAPO's dynamic sampling, exactly. 'adaptive': pass-rate beliefs per prompt, a skip "
+            "of prompts whose groups are predictably all-equal, and advantages against the prompt's history.",
+            "choices": list(MODE_CHOICES),
         },
+    )
+    dynamic_sampling_max_skip_probability: float | None = field(
+        default=None,
+        metadata={
+            "help": "The most a prompt is skipped before generation, in [0, 1). 'filter' mode: the prompt history "
+            "(streaks of all-right or all-wrong groups); 'adaptive' mode: the pass-rate estimate. None: 0 in "
+            "'filter' mode (off), 0.9 in 'adaptive' mode."
+        },
+    )
+    dynamic_sampling_history_baseline: bool = field(
+        default=True,
+        metadata={
+            "help": "Adaptive mode: advantages against the mean of the prompt's earlier rewards and the group's "
+            "others (unbiased; no std division); all-equal groups unlike the prompt's history train."
+        },
+    )
+    dynamic_sampling_history_decay: float = field(
+        default=0.5,
+        metadata={"help": "Adaptive mode: weight in [0, 1) of a prompt's earlier evidence at each new visit."},
     )
     dynamic_sampling_carry_max_staleness: int | None = field(
         default=None,
@@ -201,6 +248,29 @@ class DynamicSamplingArguments:
         micro_steps = self.steps_per_generation * self.num_iterations
         return max(1, -(-micro_steps // self.gradient_accumulation_steps))
 
+    def _validate_adaptive_mode(self):
+        if self.dynamic_sampling_mode not in MODE_CHOICES:
+            raise ValueError(
+                f"dynamic_sampling_mode must be one of {list(MODE_CHOICES)}, got {self.dynamic_sampling_mode!r}."
+            )
+        if self.dynamic_sampling_mode == "adaptive" and not self.dynamic_sampling:
+            raise ValueError(
+                "dynamic_sampling_mode='adaptive' is a mode of dynamic sampling, which is off: set "
+                "dynamic_sampling=True as well (or leave dynamic_sampling_mode='filter')."
+            )
+        if self.dynamic_sampling_max_skip_probability is None:
+            self.dynamic_sampling_max_skip_probability = DEFAULT_MAX_SKIP_PROBABILITY[self.dynamic_sampling_mode]
+        if not 0.0 <= self.dynamic_sampling_max_skip_probability < 1.0:
+            raise ValueError(
+                "dynamic_sampling_max_skip_probability must be in [0, 1) (a skipped prompt must keep a chance to come "
+                f"back; 0 turns the skip off), got {self.dynamic_sampling_max_skip_probability}."
+            )
+        if not 0.0 <= self.dynamic_sampling_history_decay < 1.0:
+            raise ValueError(
+                "dynamic_sampling_history_decay must be in [0, 1) (the weight of a prompt's earlier evidence at each "
+                f"new visit; 0 keeps only the last visit), got {self.dynamic_sampling_history_decay}."
+            )
+
     def _validate_dynamic_sampling(self):
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(f"dynamic_sampling_max_rounds must be at least 1, got {self.dynamic_sampling_max_rounds}.")
@@ -218,11 +288,7 @@ class DynamicSamplingArguments:
                 "dynamic_sampling_max_oversampling must be at least 1.0 (one round generates at least the normal "
                 f"batch), got {self.dynamic_sampling_max_oversampling}."
             )
-        if not 0.0 <= self.dynamic_sampling_max_skip_probability < 1.0:
-            raise ValueError(
-                "dynamic_sampling_max_skip_probability must be in [0, 1) (a skipped prompt must keep a chance to come "
-                f"back; 0 turns prompt history off), got {self.dynamic_sampling_max_skip_probability}."
-            )
+        self._validate_adaptive_mode()
         per_process_batch = self.generation_batch_size // self.world_size
         if self.dynamic_sampling_carry_max_staleness is None:
             self.dynamic_sampling_carry_max_staleness = self._whole_updates_per_generation()
