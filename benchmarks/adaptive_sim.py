@@ -1,9 +1,10 @@
 """Adaptive sampling, simulated: informative groups per generated token, with known per-prompt pass rates.
 
 No model and no trainer. Every prompt has a true pass rate `p_i`; a completion's reward is Bernoulli(`p_i`) (1 or 0)
-and its length is drawn per prompt. The package's own `DynamicSampler` (the object `DAPOTrainer` runs) decides, step
-after step, which prompts to generate for, what to keep, what to carry and (in the adaptive mode) what to skip and
-which all-equal groups the history baseline makes informative. All arms see the same world (pass rates, lengths),
+and its length is drawn per prompt. The package's own `DynamicSampler` (the object that `DAPOTrainer` and
+`GSPOTrainer` run, through their base `DynamicSamplingTrainer`) decides, step after step, which prompts to generate
+for, what to keep, what to carry and (in the adaptive mode) what to skip and which all-equal groups the history
+baseline makes informative. All arms see the same world (pass rates, lengths),
 the same dataloader order, the same refill orders and skip coins (the sampler's seed), and the same random numbers
 for the `k`-th generation of a prompt (common random numbers): the comparison is paired per seed.
 
@@ -83,7 +84,8 @@ from dataclasses import dataclass
 import _common  # noqa: F401  (offline environment, import path)
 import numpy as np
 import torch
-from _common import format_table, machine_info, write_json
+from _common import machine_info, write_json
+from adaptive_sim_report import arms_table, per_run_metrics, run_description, summarise, target_note
 from datasets import Dataset
 from dynamic_sampling_sim import MAX_OVERSAMPLING, MAX_ROUNDS
 
@@ -376,24 +378,6 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
     return totals
 
 
-def per_run_metrics(totals: dict) -> dict:
-    tokens, steps = totals["generated_tokens"], totals["steps"]
-    return {
-        "informative_trained_per_1k_tokens": 1000 * totals["informative_trained"] / tokens,
-        "informative_generated_per_1k_tokens": 1000 * totals["informative_generated"] / tokens,
-        "pg_signal_per_1k_tokens": 1000 * totals["pg_signal"] / tokens,
-        "tokens_per_step": tokens / steps,
-        "uninformative_tokens_per_step": totals["uninformative_tokens"] / steps,
-        "uninformative_token_fraction": totals["uninformative_tokens"] / tokens,
-        "prompts_skipped_per_step": totals["prompts_skipped"] / steps,
-        "rounds_per_step": totals["rounds"] / steps,
-        "groups_generated_per_step": totals["groups_generated"] / steps,
-        "informative_trained_per_step": totals["informative_trained"] / steps,
-        "filled_fraction": 1 - totals["exhausted_steps"] / steps,
-        "mean_pass_rate_end": totals["mean_pass_rate_end"],
-    }
-
-
 def _task(task: tuple) -> tuple:
     arm_name, seed, config, threshold = task
     arm = ARMS[ARM_NAMES.index(arm_name)]
@@ -405,34 +389,6 @@ def run_tasks(tasks: list[tuple], workers: int) -> list[tuple]:
         return [_task(task) for task in tasks]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(_task, tasks, chunksize=1))
-
-
-# -------------------------------------------------------------------------------------------------- summary
-
-
-def bootstrap(values: np.ndarray, resamples: int = 10_000, seed: int = 0) -> list[float]:
-    """A percentile bootstrap 95% interval of the mean over seeds."""
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
-    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
-
-
-def summarise(metrics_per_seed: dict[str, list[dict]]) -> dict:
-    """Per arm and metric: mean, bootstrap interval, per-seed values; ratios to dapo paired per seed."""
-    summary = {}
-    for arm, runs in metrics_per_seed.items():
-        entry = {}
-        for name in runs[0]:
-            values = np.array([run[name] for run in runs])
-            entry[name] = {"mean": float(values.mean()), "ci95": bootstrap(values), "per_seed": values.tolist()}
-        for name in ("informative_trained_per_1k_tokens", "informative_generated_per_1k_tokens",
-                     "pg_signal_per_1k_tokens", "tokens_per_step"):  # fmt: skip
-            ratios = np.array([run[name] / base[name] for run, base in zip(runs, metrics_per_seed["dapo"])])
-            entry[f"{name}_ratio_to_dapo"] = {
-                "mean": float(ratios.mean()), "ci95": bootstrap(ratios), "per_seed": ratios.tolist()
-            }  # fmt: skip
-        summary[arm] = entry
-    return summary
 
 
 def describe_world(seed: int, num_prompts: int, group_size: int, mix: str) -> dict:
@@ -455,7 +411,10 @@ def describe_world(seed: int, num_prompts: int, group_size: int, mix: str) -> di
     }
 
 
-def main(argv=None):
+# ------------------------------------------------------------------------------------------------ the command
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=2000, help="dataset size N")
     parser.add_argument("--steps", type=int, default=200)
@@ -476,7 +435,12 @@ def main(argv=None):
     if args.quick:
         args.prompts, args.steps, args.seeds, args.tuning_seeds = 300, 12, 2, 1
         args.oracle_thresholds, args.workers = [0.5, 0.9], 1
-    config = {
+    return args
+
+
+def run_config(args: argparse.Namespace) -> dict:
+    """What every run of every arm shares (it travels to the worker processes with each task)."""
+    return {
         "steps": args.steps,
         "groups": args.groups,
         "group_size": args.group_size,
@@ -484,65 +448,35 @@ def main(argv=None):
         "drift_lr": args.drift_lr if args.drift else 0.0,
         "mix": args.mix,
     }
-    started = time.perf_counter()
-    torch.set_num_threads(1)
 
-    # The oracle's threshold, on seeds that are not evaluated.
+
+def tune_oracle(args: argparse.Namespace, config: dict) -> dict:
+    """The oracle's threshold, swept on seeds that are not evaluated (so that its choice does not flatter it)."""
     tuning_seeds = [args.seed + 10_000 + k for k in range(args.tuning_seeds)]
-    sweep_tasks = [("oracle", seed, config, t) for t in args.oracle_thresholds for seed in tuning_seeds]
-    sweep = {}
-    for (_, _, _, threshold), totals in run_tasks(sweep_tasks, args.workers):
-        sweep.setdefault(threshold, []).append(per_run_metrics(totals)["informative_trained_per_1k_tokens"])
-    sweep = {threshold: float(np.mean(values)) for threshold, values in sweep.items()}
-    best_threshold = max(sweep, key=sweep.get)
+    tasks = [("oracle", seed, config, t) for t in args.oracle_thresholds for seed in tuning_seeds]
+    per_threshold: dict[float, list[float]] = {}
+    for (_, _, _, threshold), totals in run_tasks(tasks, args.workers):
+        per_threshold.setdefault(threshold, []).append(per_run_metrics(totals)["informative_trained_per_1k_tokens"])
+    sweep = {threshold: float(np.mean(values)) for threshold, values in per_threshold.items()}
+    return {
+        "threshold": max(sweep, key=sweep.get),
+        "sweep_informative_trained_per_1k_tokens": sweep,
+        "tuning_seeds": tuning_seeds,
+    }
 
-    seeds = [args.seed + k for k in range(args.seeds)]
-    tasks = [(arm.name, seed, config, best_threshold if arm.oracle else None) for seed in seeds for arm in ARMS]
-    results = run_tasks(tasks, args.workers)
+
+def run_arms(seeds: list[int], config: dict, oracle_threshold: float, workers: int) -> dict[str, list[dict]]:
+    """Every arm on every seed; per arm, the runs' totals in seed order."""
+    tasks = [(arm.name, seed, config, oracle_threshold if arm.oracle else None) for seed in seeds for arm in ARMS]
     totals_per_arm: dict[str, list[dict]] = {name: [] for name in ARM_NAMES}
-    for (arm_name, _, _, _), totals in results:  # tasks are in seed order within each arm
+    for (arm_name, _, _, _), totals in run_tasks(tasks, workers):  # tasks are in seed order within each arm
         totals_per_arm[arm_name].append(totals)
-    metrics = {name: [per_run_metrics(totals) for totals in runs] for name, runs in totals_per_arm.items()}
-    summary = summarise(metrics)
+    return totals_per_arm
 
-    rows = []
-    for name in ARM_NAMES:
-        entry = summary[name]
-        headline = entry["informative_trained_per_1k_tokens"]
-        ratio = entry["informative_trained_per_1k_tokens_ratio_to_dapo"]
-        rows.append([
-            name,
-            f"{headline['mean']:.3f} [{headline['ci95'][0]:.3f}, {headline['ci95'][1]:.3f}]",
-            f"{ratio['mean']:.2f} [{ratio['ci95'][0]:.2f}, {ratio['ci95'][1]:.2f}]",
-            entry["informative_generated_per_1k_tokens"]["mean"],
-            entry["pg_signal_per_1k_tokens_ratio_to_dapo"]["mean"],
-            entry["tokens_per_step"]["mean"],
-            entry["uninformative_tokens_per_step"]["mean"],
-            entry["prompts_skipped_per_step"]["mean"],
-            entry["rounds_per_step"]["mean"],
-            entry["filled_fraction"]["mean"],
-        ] + ([entry["mean_pass_rate_end"]["mean"]] if args.drift else []))  # fmt: skip
-    headers = [
-        "arm", "inf. trained / 1k tok [95% CI]", "x dapo [95% CI]", "inf. generated / 1k tok", "signal x dapo",
-        "tokens / step", "uninf. tokens / step", "skipped / step", "rounds / step", "filled",
-    ] + (["mean p at end"] if args.drift else [])  # fmt: skip
-    print(format_table(headers, rows))
-    world = describe_world(seeds[0], args.prompts, args.group_size, args.mix)
-    print(
-        f"\n{'drifting' if args.drift else 'static'} pass rates; {len(seeds)} seeds x {args.steps} steps of "
-        f"{args.groups} x {args.group_size}; {args.prompts} prompts, mix {args.mix} "
-        f"(mean p {world['mean_pass_rate']:.3f}, mean chance of a mixed group "
-        f"{world['mean_chance_of_a_mixed_group']:.3f}). Oracle threshold t = {best_threshold} "
-        f"(sweep on seeds {tuning_seeds}: " + ", ".join(f"{t}: {v:.3f}" for t, v in sweep.items()) + ")."
-    )
+
+def results_payload(args, seeds, world, oracle, summary, totals_per_arm, wall_seconds) -> dict:
     adaptive_ratio = summary["adaptive"]["informative_trained_per_1k_tokens_ratio_to_dapo"]
-    print(
-        f"Issue target: >= {TARGET_RATIO_TO_DAPO}x DAPO's informative groups per 1k tokens (on the sparse "
-        f"environment); here adaptive reaches {adaptive_ratio['mean']:.2f}x "
-        f"[{adaptive_ratio['ci95'][0]:.2f}, {adaptive_ratio['ci95'][1]:.2f}]. Wall time "
-        f"{time.perf_counter() - started:.0f} s."
-    )
-    payload = {
+    return {
         "benchmark": "adaptive_sim",
         "scenario": "drifting" if args.drift else "static",
         "settings": {key: value for key, value in vars(args).items() if key != "out"},
@@ -563,11 +497,7 @@ def main(argv=None):
             for arm in ARMS
         },
         "world": world,
-        "oracle": {
-            "threshold": best_threshold,
-            "sweep_informative_trained_per_1k_tokens": sweep,
-            "tuning_seeds": tuning_seeds,
-        },
+        "oracle": oracle,
         "target": {
             "ratio_to_dapo": TARGET_RATIO_TO_DAPO,
             "adaptive_ratio_mean": adaptive_ratio["mean"],
@@ -590,8 +520,27 @@ def main(argv=None):
         "summary": summary,
         "totals": totals_per_arm,
         "machine": machine_info(),
-        "wall_seconds": time.perf_counter() - started,
+        "wall_seconds": wall_seconds,
     }
+
+
+def main(argv=None):
+    args = parse_arguments(argv)
+    config = run_config(args)
+    started = time.perf_counter()
+    torch.set_num_threads(1)
+    oracle = tune_oracle(args, config)
+    seeds = [args.seed + k for k in range(args.seeds)]
+    totals_per_arm = run_arms(seeds, config, oracle["threshold"], args.workers)
+    metrics = {name: [per_run_metrics(totals) for totals in runs] for name, runs in totals_per_arm.items()}
+    summary = summarise(metrics)
+
+    print(arms_table(summary, ARM_NAMES, args.drift))
+    world = describe_world(seeds[0], args.prompts, args.group_size, args.mix)
+    print("\n" + run_description(args, world, len(seeds), oracle))
+    adaptive_ratio = summary["adaptive"]["informative_trained_per_1k_tokens_ratio_to_dapo"]
+    print(target_note(TARGET_RATIO_TO_DAPO, adaptive_ratio, time.perf_counter() - started))
+    payload = results_payload(args, seeds, world, oracle, summary, totals_per_arm, time.perf_counter() - started)
     write_json(args.out, payload)
     return payload
 

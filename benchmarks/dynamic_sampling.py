@@ -231,15 +231,15 @@ def arithmetic_prompts_with_ids(num_prompts: int) -> Dataset:
     return Dataset.from_dict({"prompt": [f"{a}+{b}=" for a, b in pairs], "id": list(range(len(pairs)))})
 
 
-def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Dataset, output_dir: Path) -> dict:
-    trainer_class, max_rounds = SCHEMES[scheme]
+def scheme_config(scheme: str, max_rounds: int, args, output_dir: Path) -> DAPOConfig:
+    """The scheme's DAPOConfig: the command line's settings, and the scheme's own rounds and carry."""
     if scheme != "adaptive":  # verl and ms-swift discard surplus groups
         carry = {"dynamic_sampling_carry_max_staleness": 0}
     elif args.carry_max_staleness is not None:
         carry = {"dynamic_sampling_carry_max_staleness": args.carry_max_staleness}
     else:
         carry = {}
-    config = DAPOConfig(
+    return DAPOConfig(
         **common_training_args(
             output_dir,
             args.device,
@@ -262,20 +262,11 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
             **carry,
         )
     )
-    timer = StepTimer()
-    salt = str(args.seed)
-    trainer = trainer_class(
-        model=str(model_dir),
-        reward_funcs=[ControlledReward(informative_ids(dataset["id"], keep_rate, salt), args.num_generations)],
-        args=config,
-        train_dataset=dataset,
-        callbacks=[timer],
-    )
-    without_log_printing(trainer).train()
 
-    # The record must agree with the trainer's own metrics (the extra round ms-swift discards is not the loop's).
+
+def check_record_against_metrics(trainer: MeasuredDAPOTrainer, scheme: str) -> None:
+    """The record must agree with the trainer's own metrics (the extra round ms-swift discards is not the loop's)."""
     logged_rounds = log_history_values(trainer, "dynamic_sampling/generation_rounds")
-    carried_groups = [int(value) for value in log_history_values(trainer, "dynamic_sampling/carried_groups")]
     logged_prompts = log_history_values(trainer, "dynamic_sampling/prompts_sampled")
     recorded_rounds = [len(r) - d for r, d in zip(trainer.round_log, trainer.discarded_rounds, strict=True)]
     recorded_prompts = [
@@ -287,7 +278,10 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
             f"metrics {logged_rounds} / {logged_prompts}."
         )
 
-    group = args.num_generations
+
+def step_records(trainer: MeasuredDAPOTrainer, timer: StepTimer, group: int) -> list[dict]:
+    """One record per optimiser step: its rounds, what they generated and kept, carry, and timings."""
+    carried_groups = [int(value) for value in log_history_values(trainer, "dynamic_sampling/carried_groups")]
     tokens_generated = log_history_values(trainer, "dynamic_sampling/tokens_generated")
     prompts_skipped = log_history_values(trainer, "dynamic_sampling/prompts_skipped")
     backoff = log_history_values(trainer, "dynamic_sampling/backoff")
@@ -337,6 +331,24 @@ def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Da
                 "generation_s": generation_s,
             }
         )
+    return steps
+
+
+def run_scheme(scheme: str, keep_rate: float, args, model_dir: Path, dataset: Dataset, output_dir: Path) -> dict:
+    trainer_class, max_rounds = SCHEMES[scheme]
+    config = scheme_config(scheme, max_rounds, args, output_dir)
+    timer = StepTimer()
+    salt = str(args.seed)
+    trainer = trainer_class(
+        model=str(model_dir),
+        reward_funcs=[ControlledReward(informative_ids(dataset["id"], keep_rate, salt), args.num_generations)],
+        args=config,
+        train_dataset=dataset,
+        callbacks=[timer],
+    )
+    without_log_printing(trainer).train()
+    check_record_against_metrics(trainer, scheme)
+    steps = step_records(trainer, timer, args.num_generations)
     del trainer
     gc.collect()
     return {
@@ -383,7 +395,7 @@ def summarise(steps: list[dict], keep_rate: float) -> dict:
     return result
 
 
-def main(argv=None):
+def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-rates", type=float, nargs="+", default=[0.25, 0.5, 0.75])
     parser.add_argument("--schemes", nargs="+", choices=sorted(SCHEMES), default=["adaptive", "verl", "resample"])
@@ -418,11 +430,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.quick:
         args.groups, args.steps, args.keep_rates = 8, 3, [0.5]
-    check_device(args.device)
-    set_cpu_threads(args.threads)
-    quiet_transformers()
+    return args
 
-    machine = machine_info()
+
+def run_schemes(args: argparse.Namespace) -> list[dict]:
+    """Every scheme at every keep rate, each from the same saved model; one line printed per run."""
     dataset = arithmetic_prompts_with_ids(args.num_prompts)
     runs = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -440,7 +452,10 @@ def main(argv=None):
                     f"{figures['median_step_s']:.3f} s/step",
                     flush=True,
                 )
+    return runs
 
+
+def print_runs_table(args: argparse.Namespace, runs: list[dict]) -> None:
     headers = [
         "p", "scheme", "observed p", "rounds/step", "seq/kept", "seq/kept x p", "filled", "s/step", "rounds/step*",
         "seq/kept x p*", "seq/kept x obs p", "generated rows/step", "forward rows/step", "carry fwd rows/step",
@@ -478,6 +493,10 @@ def main(argv=None):
         "came first, every generated row went through them; carry fwd rows = those of them that carrying adds; carried = "
         "groups from earlier batches trained on; skipped = prompts the prompt history skipped."
     )
+
+
+def adaptive_verdicts(runs: list[dict]) -> list[dict]:
+    """The adaptive scheme's runs against the targets, each also printed."""
     verdicts = []
     for run in runs:
         if run["scheme"] != "adaptive":
@@ -508,7 +527,18 @@ def main(argv=None):
             f"{figures['sequences_per_kept_times_p']:.3f} (target <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P}: "
             f"{'met' if sequences_ok else 'MISSED'}), x observed p {figures['sequences_per_kept_times_observed_p']:.3f}"
         )
+    return verdicts
 
+
+def main(argv=None):
+    args = parse_arguments(argv)
+    check_device(args.device)
+    set_cpu_threads(args.threads)
+    quiet_transformers()
+    machine = machine_info()
+    runs = run_schemes(args)
+    print_runs_table(args, runs)
+    verdicts = adaptive_verdicts(runs)
     payload = {
         "benchmark": "dynamic_sampling",
         "settings": {key: value for key, value in vars(args).items() if key != "out"},

@@ -249,7 +249,7 @@ def summarise(runs: list[Totals], keep_rate: float, groups: int, processes: int)
     }
 
 
-def main(argv=None):
+def parse_arguments(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-rates", type=float, nargs="+", default=[0.25, 0.5, 0.75])
     parser.add_argument("--groups", type=int, default=32, help="prompt groups per process and step")
@@ -262,10 +262,13 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke mode: short runs")
     parser.add_argument("--out", help="write the results as JSON to this path")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # tensors of a few hundred values: threads only contend
     if args.quick:
         args.steady_steps, args.short_runs, args.backoff_steps = 200, 5, 20
+    return args
 
+
+def run_schemes(args: argparse.Namespace) -> tuple[list[dict], list[list]]:
+    """Every scheme at every keep rate, one long run and many short ones; the results and their table rows."""
     results = []
     rows = []
     for keep_rate in args.keep_rates:
@@ -293,8 +296,11 @@ def main(argv=None):
                 ]
             )  # fmt: skip
             print(f"p={keep_rate} {scheme.name}: done", flush=True)
+    return results, rows
 
-    # Constant rewards (nothing informative): what a step costs with and without back-off.
+
+def run_constant_rewards(args: argparse.Namespace) -> tuple[list[dict], list[list]]:
+    """Constant rewards (nothing informative): what a step costs with and without back-off."""
     backoff_rows = []
     backoff_results = []
     for keep_rate in (0.0, 0.005, 0.05):
@@ -322,7 +328,10 @@ def main(argv=None):
                     [keep_rate, groups, scheme.name, first, later_mean, summary["rounds_per_step"],
                      entry["backoff_step_fraction"], entry["kept_per_step_over_batch"]]
                 )  # fmt: skip
+    return backoff_results, backoff_rows
 
+
+def print_tables(args: argparse.Namespace, rows: list[list], backoff_rows: list[list]) -> None:
     headers = [
         "p", "scheme", "rounds/step", "seq/kept x p", "rounds/step (30)", "seq/kept x p (30)", "filled",
         "carried share", "staleness", "lost carried/step",
@@ -335,22 +344,15 @@ def main(argv=None):
         f"rounds/step and <= {TARGET_SEQUENCES_PER_KEPT_TIMES_P} sequences per kept x p."
     )
     print()
-    print(
-        format_table(
-            [
-                "p",
-                "groups",
-                "scheme",
-                "first step x batch",
-                "later steps x batch",
-                "rounds/step",
-                "back-off steps",
-                "kept / batch",
-            ],  # fmt: skip
-            backoff_rows,
-        )
-    )
+    backoff_headers = [
+        "p", "groups", "scheme", "first step x batch", "later steps x batch", "rounds/step", "back-off steps",
+        "kept / batch",
+    ]  # fmt: skip
+    print(format_table(backoff_headers, backoff_rows))
 
+
+def target_verdicts(results: list[dict]) -> list[dict]:
+    """Per scheme, keep rate and run length: whether the rounds and sequences targets are met."""
     verdicts = []
     for result in results:
         for length in ("steady", "short_runs"):
@@ -364,6 +366,15 @@ def main(argv=None):
                     "sequences_target_met": figures["sequences_per_kept_times_p"] <= TARGET_SEQUENCES_PER_KEPT_TIMES_P,
                 }
             )
+    return verdicts
+
+
+def main(argv=None):
+    args = parse_arguments(argv)
+    torch.set_num_threads(1)  # tensors of a few hundred values: threads only contend
+    results, rows = run_schemes(args)
+    backoff_results, backoff_rows = run_constant_rewards(args)
+    print_tables(args, rows, backoff_rows)
     payload = {
         "benchmark": "dynamic_sampling_sim",
         "settings": {key: value for key, value in vars(args).items() if key != "out"},
@@ -373,7 +384,7 @@ def main(argv=None):
             "rounds_per_step": TARGET_ROUNDS_PER_STEP,
             "sequences_per_kept_times_p": TARGET_SEQUENCES_PER_KEPT_TIMES_P,
         },
-        "verdicts": verdicts,
+        "verdicts": target_verdicts(results),
         "results": results,
         "constant_rewards": backoff_results,
     }

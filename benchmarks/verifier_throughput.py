@@ -173,7 +173,12 @@ def time_fallback(shape: str, repeats: int = 3) -> dict:
     }  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> dict:
+# `math` pooled / `accuracy_reward`, per batch shape: the speed-ups the issue asks for.
+SPEEDUP_TARGETS = {"realistic": 3.0, "all-distinct": 1.7}
+BATCH_SHAPES = {"realistic": False, "all-distinct": True}  # shape: whether every answer of a group differs
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompts", type=int, default=128, help="prompts per batch (x 16 completions)")
     parser.add_argument("--workers", type=int, default=default_num_workers(), help="pool size for `math`")
@@ -184,17 +189,105 @@ def main(argv: list[str] | None = None) -> dict:
         "--fallback-cost", metavar="SHAPE", default=None,
         help="only time `math`'s CausalLMJudge fallback on CPU with a random model of this shape (e.g. qwen2-0.5b)",
     )  # fmt: skip
-    args = parser.parse_args(argv)
-    if args.fallback_cost:
-        import torch
+    return parser.parse_args(argv)
 
-        torch.set_num_threads(2)
-        result = time_fallback(args.fallback_cost)
-        print(f"CausalLMJudge, {result['shape']} ({result['parameters'] / 1e6:.0f}M parameters), CPU: "
-              f"{result['seconds_per_answer']:.2f} s per rejected answer judged "
-              f"({result['prompt_tokens_mean']:.0f} prompt tokens on average, x2 continuations)")
-        write_json(args.out, {"benchmark": "math_fallback_cost", **result, "machine": machine_info()})
-        return result
+
+def report_fallback_cost(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(2)
+    result = time_fallback(args.fallback_cost)
+    print(f"CausalLMJudge, {result['shape']} ({result['parameters'] / 1e6:.0f}M parameters), CPU: "
+          f"{result['seconds_per_answer']:.2f} s per rejected answer judged "
+          f"({result['prompt_tokens_mean']:.0f} prompt tokens on average, x2 continuations)")
+    write_json(args.out, {"benchmark": "math_fallback_cost", **result, "machine": machine_info()})
+    return result
+
+
+def as_verdicts(scores: list) -> list:
+    return [None if score is None else score > 0 for score in scores]
+
+
+def warmed_up_methods(reward, accuracy_reward) -> dict:
+    """The verifiers to time, by name, each a function of (references, completions) that returns verdicts."""
+    # Warm every method up on the same items, one prompt of each kind (sympy's and the LaTeX parser's caches
+    # fill as they meet new forms; the pool's workers live as long as training does).
+    warm_references, warm_completions, _ = make_batch(20, distinct=True, seed=1)
+    reward(completions=warm_completions, solution=warm_references)
+    for reference, completion in zip(warm_references, warm_completions):
+        verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
+    accuracy_reward([[{"role": "assistant", "content": c}] for c in warm_completions], warm_references)
+    return {
+        "math, pooled": lambda refs, comps: as_verdicts(reward(completions=comps, solution=refs)),
+        "math, one at a time in process": lambda refs, comps: [
+            verify_math_answer(r, c, parsing_timeout=5, verify_timeout=5) for r, c in zip(refs, comps)
+        ],
+        "trl accuracy_reward, in process": lambda refs, comps: as_verdicts(
+            accuracy_reward([[{"role": "assistant", "content": c}] for c in comps], refs)
+        ),
+    }
+
+
+def time_batch_shape(methods: dict, shape: str, distinct: bool, args: argparse.Namespace) -> tuple[dict, list]:
+    """Every method on `args.repeats` batches of one shape; the shape's results and its table rows."""
+    size = args.prompts * GROUP_SIZE
+    seconds = {name: [] for name in methods}
+    verdicts = {name: [] for name in methods}
+    truths = {name: [] for name in methods}
+    distinct_pairs = []
+    for repeat in range(args.repeats):
+        # `accuracy_reward` gets its own batch of the same shape: the two in-process verifiers share sympy's
+        # and the LaTeX parser's caches, so on one batch the second would reuse the first one's parses.
+        # The pool's workers share nothing with this process; their verdicts are checked against the
+        # one-at-a-time verdicts on the same batch.
+        batches = {
+            "math": make_batch(args.prompts, distinct, seed=100 + repeat),
+            "trl": make_batch(args.prompts, distinct, seed=500 + repeat),
+        }
+        references, completions, _ = batches["math"]
+        distinct_pairs.append(len({(r, extract_final_answer(c)) for r, c in zip(references, completions)}))
+        # Alternate the order each repetition, so a change in the machine's load hits every method alike.
+        order = list(methods) if repeat % 2 == 0 else list(reversed(methods))
+        for name in order:
+            references, completions, batch_truths = batches["trl" if name.startswith("trl") else "math"]
+            elapsed, batch_verdicts = timed(lambda run=methods[name], r=references, c=completions: run(r, c))
+            seconds[name].append(elapsed)
+            verdicts[name] += batch_verdicts
+            truths[name] += batch_truths
+    pooled = verdicts["math, pooled"]
+    assert pooled == [None if v is None else bool(v) for v in verdicts["math, one at a time in process"]], (
+        "pooled (deduplicated) and one-at-a-time verdicts differ"
+    )
+    entry = {"distinct_pairs_per_batch": median(distinct_pairs), "completions": size}
+    rows = []
+    for name in methods:
+        entry[name] = {
+            "verifications_per_s": size / median(seconds[name]),
+            "seconds": seconds[name],
+            "verdicts_matching_construction": sum(v == t for v, t in zip(verdicts[name], truths[name]))
+            / len(truths[name]),
+        }
+        rows.append([shape, name, size / median(seconds[name]), median(seconds[name])])
+    base = entry["trl accuracy_reward, in process"]["verifications_per_s"]
+    entry["speedup_vs_trl_accuracy_reward"] = entry["math, pooled"]["verifications_per_s"] / base
+    entry["speedup_one_at_a_time_vs_trl"] = entry["math, one at a time in process"]["verifications_per_s"] / base
+    return entry, rows
+
+
+def print_throughput(results: dict, rows: list, methods: dict, size: int, cold_start: float) -> None:
+    print(format_table(["batch", "method", "verifications/s", "batch seconds"], rows))
+    for shape, entry in results.items():
+        print(f"{shape}: `math` pooled / accuracy_reward = {entry['speedup_vs_trl_accuracy_reward']:.2f}x "
+              f"(target >= {SPEEDUP_TARGETS[shape]}x); distinct (reference, answer) pairs per batch: "
+              f"{entry['distinct_pairs_per_batch']:.0f} of {size}; verdicts matching the construction: "
+              + ", ".join(f"{name} {entry[name]['verdicts_matching_construction']:.1%}" for name in methods))
+    print(f"worker cold start (spawn + import + load math-verify): {cold_start:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_arguments(argv)
+    if args.fallback_cost:
+        return report_fallback_cost(args)
     if args.quick:
         args.prompts, args.repeats = 8, 1
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
@@ -206,83 +299,18 @@ def main(argv: list[str] | None = None) -> dict:
 
     reward = get_reward("math", num_workers=args.workers, asynchronous=False)
     cold_start, _ = timed(lambda: reward(completions=[r"\boxed{1}"], solution=["1"]))
-    # Warm every method up on the same items, one prompt of each kind (sympy's and the LaTeX parser's caches
-    # fill as they meet new forms; the pool's workers live as long as training does).
-    warm_references, warm_completions, _ = make_batch(20, distinct=True, seed=1)
-    reward(completions=warm_completions, solution=warm_references)
-    for reference, completion in zip(warm_references, warm_completions):
-        verify_math_answer(reference, completion, parsing_timeout=5, verify_timeout=5)
-    accuracy_reward([[{"role": "assistant", "content": c}] for c in warm_completions], warm_references)
-
-    def as_verdicts(scores: list) -> list:
-        return [None if score is None else score > 0 for score in scores]
-
-    methods = {
-        "math, pooled": lambda refs, comps: as_verdicts(reward(completions=comps, solution=refs)),
-        "math, one at a time in process": lambda refs, comps: [
-            verify_math_answer(r, c, parsing_timeout=5, verify_timeout=5) for r, c in zip(refs, comps)
-        ],
-        "trl accuracy_reward, in process": lambda refs, comps: as_verdicts(
-            accuracy_reward([[{"role": "assistant", "content": c}] for c in comps], refs)
-        ),
-    }
-    shapes = {"realistic": False, "all-distinct": True}
+    methods = warmed_up_methods(reward, accuracy_reward)
     results, rows = {}, []
-    for shape, distinct in shapes.items():
-        seconds = {name: [] for name in methods}
-        verdicts = {name: [] for name in methods}
-        truths = {name: [] for name in methods}
-        distinct_pairs = []
-        for repeat in range(args.repeats):
-            # `accuracy_reward` gets its own batch of the same shape: the two in-process verifiers share sympy's
-            # and the LaTeX parser's caches, so on one batch the second would reuse the first one's parses.
-            # The pool's workers share nothing with this process; their verdicts are checked against the
-            # one-at-a-time verdicts on the same batch.
-            batches = {
-                "math": make_batch(args.prompts, distinct, seed=100 + repeat),
-                "trl": make_batch(args.prompts, distinct, seed=500 + repeat),
-            }
-            references, completions, _ = batches["math"]
-            distinct_pairs.append(len({(r, extract_final_answer(c)) for r, c in zip(references, completions)}))
-            # Alternate the order each repetition, so a change in the machine's load hits every method alike.
-            order = list(methods) if repeat % 2 == 0 else list(reversed(methods))
-            for name in order:
-                references, completions, batch_truths = batches["trl" if name.startswith("trl") else "math"]
-                elapsed, batch_verdicts = timed(lambda run=methods[name], r=references, c=completions: run(r, c))
-                seconds[name].append(elapsed)
-                verdicts[name] += batch_verdicts
-                truths[name] += batch_truths
-        pooled = verdicts["math, pooled"]
-        assert pooled == [None if v is None else bool(v) for v in verdicts["math, one at a time in process"]], (
-            "pooled (deduplicated) and one-at-a-time verdicts differ"
-        )
-        entry = {"distinct_pairs_per_batch": median(distinct_pairs), "completions": size}
-        for name in methods:
-            entry[name] = {
-                "verifications_per_s": size / median(seconds[name]),
-                "seconds": seconds[name],
-                "verdicts_matching_construction": sum(v == t for v, t in zip(verdicts[name], truths[name]))
-                / len(truths[name]),
-            }
-            rows.append([shape, name, size / median(seconds[name]), median(seconds[name])])
-        base = entry["trl accuracy_reward, in process"]["verifications_per_s"]
-        entry["speedup_vs_trl_accuracy_reward"] = entry["math, pooled"]["verifications_per_s"] / base
-        entry["speedup_one_at_a_time_vs_trl"] = entry["math, one at a time in process"]["verifications_per_s"] / base
-        results[shape] = entry
-
-    print(format_table(["batch", "method", "verifications/s", "batch seconds"], rows))
-    targets = {"realistic": 3.0, "all-distinct": 1.7}
-    for shape, entry in results.items():
-        print(f"{shape}: `math` pooled / accuracy_reward = {entry['speedup_vs_trl_accuracy_reward']:.2f}x "
-              f"(target >= {targets[shape]}x); distinct (reference, answer) pairs per batch: "
-              f"{entry['distinct_pairs_per_batch']:.0f} of {size}; verdicts matching the construction: "
-              + ", ".join(f"{name} {entry[name]['verdicts_matching_construction']:.1%}" for name in methods))
-    print(f"worker cold start (spawn + import + load math-verify): {cold_start:.1f} s")
+    for shape, distinct in BATCH_SHAPES.items():
+        results[shape], shape_rows = time_batch_shape(methods, shape, distinct, args)
+        rows += shape_rows
+    print_throughput(results, rows, methods, size, cold_start)
     reward.pool().close()
 
     pathological = time_pathological_inputs(timeout=PATHOLOGICAL_TIMEOUT)
     print(f"\npathological inputs, `math` with timeout={PATHOLOGICAL_TIMEOUT:g} s (target: at most timeout + 0.5 s):")
-    print(format_table(["input", "seconds", "score"], [[name, f"{t:.2f}", score] for name, (t, score) in pathological.items()]))
+    pathological_rows = [[name, f"{t:.2f}", score] for name, (t, score) in pathological.items()]
+    print(format_table(["input", "seconds", "score"], pathological_rows))
 
     summary = {
         "benchmark": "verifier_throughput",
@@ -291,7 +319,7 @@ def main(argv: list[str] | None = None) -> dict:
         "workers": args.workers,
         "repeats": args.repeats,
         "results": results,
-        "targets": targets,
+        "targets": SPEEDUP_TARGETS,
         "cold_start_seconds": cold_start,
         "pathological_timeout_seconds": PATHOLOGICAL_TIMEOUT,
         "pathological_seconds": {name: seconds for name, (seconds, _) in pathological.items()},

@@ -46,7 +46,8 @@ SUCCESS_THRESHOLD = 0.5
 
 @dataclass(frozen=True)
 class AdaptiveSettings:
-    """The adaptive mode's settings (`DAPOConfig`'s `dynamic_sampling_*` fields)."""
+    """The adaptive mode's settings (the `dynamic_sampling_*` fields of `DynamicSamplingArguments`, which
+    `DAPOConfig` and `GSPOConfig` mix in)."""
 
     max_skip_probability: float = 0.9  # the estimate skip's cap; 0 turns the skip off
     history_baseline: bool = True

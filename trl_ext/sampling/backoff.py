@@ -66,7 +66,7 @@ class BackoffController:
 
     @classmethod
     def from_config(cls, max_oversampling: float, max_rounds: int) -> BackoffController:
-        """Thresholds from DAPOConfig's `dynamic_sampling_max_oversampling` and `dynamic_sampling_max_rounds`."""
+        """Thresholds from the config's `dynamic_sampling_max_oversampling` and `dynamic_sampling_max_rounds`."""
         threshold = 1.0 / (max_oversampling * max_rounds)
         if threshold >= 1.0:  # one round of one batch: over-sampling is already off, back-off changes nothing
             threshold = 0.5

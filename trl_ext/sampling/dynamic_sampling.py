@@ -2,8 +2,9 @@
 
 A prompt group whose G completions all get the same verifier outcome has all-zero advantages and gives no
 gradient. Dynamic sampling drops such groups and generates for fresh prompts until the batch holds only
-informative groups. These functions decide which groups to keep and how many prompts to request; the trainer
-only wires them in (see `trl_ext.trainers.dapo_trainer`).
+informative groups. These functions decide which groups to keep and how many prompts to request; the sampler
+(`trl_ext.sampling.sampler.DynamicSampler`) runs them, and the trainers only wire the sampler into TRL (see
+`trl_ext.trainers.dynamic_sampling_trainer.DynamicSamplingTrainer`, the base of `DAPOTrainer` and `GSPOTrainer`).
 """
 
 from __future__ import annotations

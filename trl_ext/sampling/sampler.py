@@ -1,10 +1,11 @@
 """The dynamic sampler: the round loop of DAPO's dynamic sampling, and every piece of its state that outlives a batch.
 
 It knows nothing of a trainer. For each generation batch it is handed the batch's rows and a `RoundSource` that
-generates and scores the rows of one round (for `DAPOTrainer`, TRL's own generation and reward functions); it runs
-rounds until every process holds enough informative prompt groups, and returns the batch to train on. What it keeps
-between batches (keep rates, back-off, carried groups, prompt history, the refill stream's position) is saved and
-restored through `state_dict` / `load_state_dict`.
+generates and scores the rows of one round (for `DAPOTrainer` and `GSPOTrainer`, through their base
+`DynamicSamplingTrainer`: TRL's own generation and reward functions); it runs rounds until every process holds
+enough informative prompt groups, and returns the batch to train on. What it keeps between batches (keep rates,
+back-off, carried groups, prompt history, the refill stream's position) is saved and restored through `state_dict` /
+`load_state_dict`.
 
 Processes take the same decisions: they are made from rewards gathered over every process, the refill draws and
 the skip coins are pure functions of the batch, and the carry buffer's decisions depend only on metadata.
@@ -73,7 +74,8 @@ class RoundSource(Protocol):
 
 @dataclass(frozen=True)
 class SamplerSettings:
-    """What the sampler is told by the training configuration (`DAPOConfig`'s `dynamic_sampling_*` fields)."""
+    """What the sampler is told by the training configuration: the `dynamic_sampling_*` fields of
+    `DynamicSamplingArguments` (`trl_ext.trainers.sampling_arguments`), which `DAPOConfig` and `GSPOConfig` mix in."""
 
     group_size: int
     max_rounds: int

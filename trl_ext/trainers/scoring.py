@@ -1,4 +1,5 @@
-"""Pure functions behind `DAPOTrainer`'s scoring: which rows count as judged, and merged generation metrics."""
+"""Pure functions behind the dynamic-sampling trainers' scoring (`DynamicSamplingTrainer`, the base of `DAPOTrainer`
+and `GSPOTrainer`): which rows count as judged, and merged generation metrics."""
 
 from __future__ import annotations
 
