@@ -258,3 +258,17 @@ def check_device(device: str) -> None:
         raise SystemExit(
             "--device cuda: no CUDA device is visible to torch here. Run on a GPU machine, or use --device cpu."
         )
+
+
+def keep_vllm_cpu_linear_weights() -> None:
+    """Make TRL's weight sync reach vLLM's CPU build on CPUs with AVX-512 BF16 (call before building a trainer).
+
+    There, vLLM loads its full kernel library and runs each linear layer through a oneDNN handle built from a copy
+    of the weight, then replaces the layer's parameter with an empty one: TRL's sync (`load_weights`) then fails on
+    it (`'Parameter' object has no attribute 'weight_loader'`), and the handle would never see new weights anyway.
+    Without oneDNN, vLLM takes its plain `torch.nn.functional.linear` path, which keeps the parameters, as it does by
+    itself on AVX2-only CPUs. Generation is unchanged but for speed. The vLLM tests and benchmark use it; a user of
+    vLLM's CPU build on such a CPU needs the same line."""
+    import vllm._custom_ops as vllm_ops
+
+    vllm_ops._supports_onednn = False

@@ -14,16 +14,17 @@ blind, hits with probability about 1/SECRET_RANGE per guess, and most groups of 
 Both methods train from the same warm-started checkpoint with the same settings (learning rate, 4 completions per
 game, 8 games a step, temperature 1.0, two tool-calling turns) on the same budget of generated completion tokens
 (`--token-budget`; tool replies count, as TRL keeps them in the completion ids): TRL's `GRPOTrainer` with its
-defaults, and `DAPOTrainer` with `DAPOConfig`'s defaults (dynamic sampling judged by the environment's `get_reward`,
-carried groups, clip-higher, token-level loss), overlong shaping off (the game's completions never approach the
-limit). A run stops at the first optimiser step that reaches the budget.
+defaults, `DAPOTrainer` with `DAPOConfig`'s defaults (dynamic sampling judged by the environment's `get_reward`,
+carried groups, clip-higher, token-level loss), and `dapo-adaptive`, the same with `dynamic_sampling_mode="adaptive"`
+(pass-rate beliefs per game, the estimate skip, advantages against the game's history); overlong shaping off (the
+game's completions never approach the limit). A run stops at the first optimiser step that reaches the budget.
 
 Measured per run: the held-out first-guess accuracy (each game's prompt sampled `--eval-samples` times at
 temperature 1.0, the first `guess` call's number compared with the secret; blind play scores 1/SECRET_RANGE) every
 `--eval-steps` steps; the steps and generated tokens to first reach the target accuracy (`--target`); the final
 accuracy; the mean reward of every rollout generated (filtered ones included); and the fraction of trained groups
-that carried signal (reward spread within the group; DAPO's masked filler groups train on nothing and are not
-counted as trained). The JSON is rewritten after every run.
+that carried signal (a non-zero advantage in the group; DAPO's masked filler groups train on nothing and are not
+counted as trained), and those per 1k generated tokens. The JSON is rewritten after every run.
 
     python benchmarks/sparse_environment.py --out benchmarks/results/sparse_environment.json   # 3 seeds
     python benchmarks/sparse_environment.py --quick --out /tmp/sparse.json                     # smoke: 1 seed

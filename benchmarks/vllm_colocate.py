@@ -333,4 +333,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    from _common import keep_vllm_cpu_linear_weights
+
+    keep_vllm_cpu_linear_weights()  # TRL's weight sync must reach vLLM on AVX-512 CPUs too (see its docstring)
     main()

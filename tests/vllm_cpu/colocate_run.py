@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1]), str(Path(__file__).parents[1] / "scripts")]
+sys.path.append(str(Path(__file__).parents[2] / "benchmarks"))
 
 from conftest import make_prompt_dataset, tiny_training_settings
 from parameter_digest import state_dict_digest
@@ -149,5 +150,8 @@ def ddp(model_dir: str, output_dir: Path) -> None:
 
 
 if __name__ == "__main__":
+    from _common import keep_vllm_cpu_linear_weights
+
+    keep_vllm_cpu_linear_weights()  # TRL's weight sync must reach vLLM on AVX-512 CPUs too (see its docstring)
     scenario, model_dir, output_dir = sys.argv[1:4]
     {"trainers": trainers, "ddp": ddp}[scenario](model_dir, Path(output_dir))

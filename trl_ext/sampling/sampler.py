@@ -58,7 +58,7 @@ class Processes(Protocol):
 
 
 class RoundSource(Protocol):
-    """What generates and scores the rows of a round; for `DAPOTrainer`, the trainer itself."""
+    """What generates and scores the rows of a round; for `DAPOTrainer` and `GSPOTrainer`, the trainer itself."""
 
     def generate_and_score(self, inputs: list[dict[str, Any]], held_environments: list) -> tuple[Rows, torch.Tensor]:
         """Generate one completion per row of `inputs` and score it.
