@@ -259,6 +259,9 @@ def paired_summary(runs: list[dict], methods: list[str], baseline: str = "grpo")
         if not mine:
             continue
         values = [tokens_to_target(r) for r in mine]
+        paired_baseline = [
+            tokens_to_target(by_seed[(baseline, r["seed"])]) for r in mine if (baseline, r["seed"]) in by_seed
+        ]
         low, high = bootstrap_median_interval(values)
         ratios = {
             r["seed"]: paired_ratio(tokens_to_target(r), tokens_to_target(by_seed[(baseline, r["seed"])]))
@@ -274,12 +277,10 @@ def paired_summary(runs: list[dict], methods: list[str], baseline: str = "grpo")
                 f"paired_ratio_to_{baseline}": {seed: [ratio, kind] for seed, (ratio, kind) in ratios.items()},
                 f"median_paired_ratio_to_{baseline}": statistics.median(known) if known else None,
                 "ratio_of_medians": (
-                    censored_median(values).value / censored_median([tokens_to_target(by_seed[(baseline, r["seed"])])
-                                                                     for r in mine if (baseline, r["seed"]) in by_seed]).value
-                    if ratios else None
+                    censored_median(values).value / censored_median(paired_baseline).value if paired_baseline else None
                 ),
             }
-        )  # fmt: skip
+        )
     return summary
 
 

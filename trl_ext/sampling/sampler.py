@@ -114,7 +114,7 @@ class BatchReport:
     prompts_skipped: int = 0  # over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
     batch_rows: int = 0  # rows of one plain generation batch, over all processes (what GRPO would generate)
-    sampler_seconds: float = 0.0  # the sampler's own time: the batch's wall time less the source's generation and scoring
+    sampler_seconds: float = 0.0  # the sampler's own time: its wall time less the source's generation and scoring
     carried_groups: int = 0
     carried_staleness: int = 0  # summed over the carried groups
     carry_expired: int = 0  # carried groups too stale to be used

@@ -157,7 +157,10 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             "informative_groups_per_1k_tokens": 1000.0 * report.informative_sampled / max(generated, 1),
             "uninformative_tokens": uninformative_tokens,
             "generation_budget_used": report.generation_budget_used,
-            "sampler_seconds": report.sampler_seconds,
+            # The slowest process's own sampler time, so that every process logs the same value.
+            "sampler_seconds": self.accelerator.gather(
+                torch.tensor([report.sampler_seconds], device=self.accelerator.device)
+            ).max().item(),
         }
         for name, value in values.items():
             self._log_metric(f"dynamic_sampling/{name}", float(value))
