@@ -345,6 +345,59 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def print_tables(runs: list[dict], args) -> None:
+    """The per-method table and the paired-seed table, as the JSON's `summary` and `paired` hold them."""
+    summary = summarise(runs, args.methods)
+    rows = [
+        [
+            s["method"],
+            f"{s['seeds_reaching_target']}/{s['seeds']}",
+            "not reached" if s["median_steps_to_target"] is None else s["median_steps_to_target"],
+            "not reached" if s["median_tokens_to_target"] is None else f"{s['median_tokens_to_target']:.0f}",
+            "not reached" if s["median_seconds_to_target"] is None else f"{s['median_seconds_to_target']:.1f}",
+            f"{s['mean_final_pass@1']:.3f} +- {s['stdev_final_pass@1']:.3f}",
+            s["mean_tokens_per_step"],
+            s["median_train_seconds"],
+        ]
+        for s in summary
+    ]
+    print()
+    print(
+        format_table(
+            ["method", "reached", "steps to target", "tokens to target", "s to target", f"pass@1 at step {args.steps}",
+             "tokens/step", "s/run"],
+            rows,
+        )
+    )  # fmt: skip
+    targets = ", ".join(f"{r['target']:.3f}" for r in runs if r["method"] == args.methods[0])
+    rule = f">= {args.target}" if args.target is not None else f"starting pass@1 + {args.target_gain}"
+    print(
+        f"\ntarget: held-out pass@1 {rule} (per seed: {targets}; {args.eval_prompts} prompts x {args.eval_samples} "
+        f"samples, evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
+    )
+
+    paired = paired_summary(runs, args.methods)
+    print()
+    print(
+        format_table(
+            ["method", "median tokens to target", "95% interval", "paired ratio to grpo (median)", "per seed"],
+            [
+                [
+                    row["method"],
+                    describe(Censored(**row["median_tokens_to_target"])),
+                    " - ".join(describe(Censored(**end)) for end in row["interval_95"]),
+                    "-" if row["median_paired_ratio_to_grpo"] is None else f"{row['median_paired_ratio_to_grpo']:.2f}",
+                    " ".join(
+                        f"{'' if kind == '=' else kind}{ratio:.2f}"
+                        for ratio, kind in row["paired_ratio_to_grpo"].values()
+                    ),
+                ]
+                for row in paired
+            ],
+        )
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["dapo", "grpo", "gspo"])
@@ -398,55 +451,7 @@ def main(argv=None):
                 )
                 write_json(args.out, payload())  # an interrupted run keeps the runs it finished
 
-    summary = summarise(runs, args.methods)
-    rows = [
-        [
-            s["method"],
-            f"{s['seeds_reaching_target']}/{s['seeds']}",
-            "not reached" if s["median_steps_to_target"] is None else s["median_steps_to_target"],
-            "not reached" if s["median_tokens_to_target"] is None else f"{s['median_tokens_to_target']:.0f}",
-            "not reached" if s["median_seconds_to_target"] is None else f"{s['median_seconds_to_target']:.1f}",
-            f"{s['mean_final_pass@1']:.3f} +- {s['stdev_final_pass@1']:.3f}",
-            s["mean_tokens_per_step"],
-            s["median_train_seconds"],
-        ]
-        for s in summary
-    ]
-    print()
-    print(
-        format_table(
-            ["method", "reached", "steps to target", "tokens to target", "s to target", f"pass@1 at step {args.steps}",
-             "tokens/step", "s/run"],
-            rows,
-        )
-    )  # fmt: skip
-    targets = ", ".join(f"{r['target']:.3f}" for r in runs if r["method"] == args.methods[0])
-    rule = f">= {args.target}" if args.target is not None else f"starting pass@1 + {args.target_gain}"
-    print(
-        f"\ntarget: held-out pass@1 {rule} (per seed: {targets}; {args.eval_prompts} prompts x {args.eval_samples} "
-        f"samples, evaluated every {args.eval_steps} steps); medians over seeds {args.seeds}."
-    )
-
-    paired = paired_summary(runs, args.methods)
-    print()
-    print(
-        format_table(
-            ["method", "median tokens to target", "95% interval", "paired ratio to grpo (median)", "per seed"],
-            [
-                [
-                    row["method"],
-                    describe(Censored(**row["median_tokens_to_target"])),
-                    " - ".join(describe(Censored(**end)) for end in row["interval_95"]),
-                    "-" if row["median_paired_ratio_to_grpo"] is None else f"{row['median_paired_ratio_to_grpo']:.2f}",
-                    " ".join(
-                        f"{'' if kind == '=' else kind}{ratio:.2f}"
-                        for ratio, kind in row["paired_ratio_to_grpo"].values()
-                    ),
-                ]
-                for row in paired
-            ],
-        )
-    )
+    print_tables(runs, args)
     plot_path = Path(args.plot) if args.plot else (Path(args.out).with_suffix(".png") if args.out else None)
     if plot_path is not None:
         plot(runs, args.methods, plot_path)
