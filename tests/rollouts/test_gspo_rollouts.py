@@ -1,6 +1,6 @@
 """Every rollout kind with GSPO: `GSPOTrainer` (TRL's loop with GSPO's sequence ratio), `GSPOTrainer` with dynamic
-sampling on, and `DAPOTrainer` with GSPO's settings and dynamic sampling on (the `gspo.py` recipe with the class
-names swapped)."""
+sampling on and in the adaptive mode, `DAPOTrainer` in the adaptive mode, and `DAPOTrainer` with GSPO's settings and
+dynamic sampling on (the `gspo.py` recipe with the class names swapped)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ GSPO_SETTINGS = {"importance_sampling_level": "sequence", "loss_type": "grpo", "
 VARIANTS = {
     "gspo_trainer": (GSPOTrainer, GSPOConfig, {}),
     "gspo_dynamic_sampling": (GSPOTrainer, GSPOConfig, {"dynamic_sampling": True}),
+    # The adaptive mode (pass-rate beliefs, estimate skip, history baseline) on every rollout kind.
+    "gspo_adaptive": (GSPOTrainer, GSPOConfig, {"dynamic_sampling": True, "dynamic_sampling_mode": "adaptive"}),
+    "dapo_adaptive": (DAPOTrainer, DAPOConfig, {"dynamic_sampling_mode": "adaptive", "soft_overlong_punishment": False}),
     # Two updates per generation batch, so that the sequence ratio moves away from 1 and its clip can act.
     "dapo_with_gspo_ratio": (
         DAPOTrainer,
