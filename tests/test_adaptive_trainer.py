@@ -7,7 +7,14 @@ import json
 import pytest
 import torch
 from conftest import make_prompt_dataset, tiny_training_settings
-from test_dapo_trainer import GROUP, batch_prompt_ids, metric_history, record_batches, varied_reward_for_odd_ids
+from test_dapo_trainer import (
+    GROUP,
+    batch_prompt_ids,
+    interrupted_and_resumed,
+    metric_history,
+    record_batches,
+    varied_reward_for_odd_ids,
+)
 
 from trl_ext import DAPOConfig, DAPOTrainer, GSPOConfig, GSPOTrainer
 
@@ -90,22 +97,12 @@ def test_resume_takes_the_uninterrupted_runs_decisions(tmp_path, tiny_model_dir)
     dataset = make_prompt_dataset(16)
 
     def trainer_for(run, **overrides):
-        config = adaptive_config(tmp_path / run, **{"max_steps": 3, **overrides})
+        config = adaptive_config(tmp_path / run, **overrides)
         return DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset)
 
-    uninterrupted = trainer_for("full")
-    full_batches = record_batches(uninterrupted)
-    uninterrupted.train()
-
-    interrupted = trainer_for("first", max_steps=1, save_strategy="steps", save_steps=1)
-    interrupted.train()
-    checkpoint = tmp_path / "first" / "out" / "checkpoint-1"
+    uninterrupted, full_batches, resumed, resumed_batches, checkpoint = interrupted_and_resumed(tmp_path, trainer_for)
     state = json.loads((checkpoint / "dynamic_sampling_state.json").read_text())
     assert state["beliefs"]["evidence"]  # the pass-rate beliefs are in the checkpoint
-
-    resumed = trainer_for("first")
-    resumed_batches = record_batches(resumed)
-    resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.sampler.beliefs.state_dict() == uninterrupted.sampler.beliefs.state_dict()
     for full, again in zip(full_batches[1:], resumed_batches, strict=True):
         assert sorted(batch_prompt_ids(resumed, again)) == sorted(batch_prompt_ids(uninterrupted, full))

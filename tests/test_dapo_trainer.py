@@ -294,14 +294,11 @@ def test_a_subclass_picks_its_own_sampler(tmp_path, tiny_model_dir):
     assert metric_history(trainer, "dynamic_sampling/prompts_sampled") == [2 * 2 * r for r in rounds]
 
 
-def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
-    dataset = make_prompt_dataset(32)
-
-    def trainer_for(run, **overrides):
-        config = small_config(tmp_path / run, **{"max_steps": 3, **overrides})
-        return DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset)
-
-    uninterrupted = trainer_for("full")
+def interrupted_and_resumed(tmp_path, trainer_for):
+    """Three steps uninterrupted, and one step, a checkpoint, then the rest resumed from it; `trainer_for(run,
+    **overrides)` builds a trainer whose output lives under `tmp_path / run`. Returns the uninterrupted trainer and its
+    batches, the resumed trainer and its batches, and the checkpoint."""
+    uninterrupted = trainer_for("full", max_steps=3)
     full_batches = record_batches(uninterrupted)
     uninterrupted.train()
 
@@ -310,10 +307,21 @@ def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
     checkpoint = tmp_path / "first" / "out" / "checkpoint-1"
     assert (checkpoint / "dynamic_sampling_state.json").exists()
 
-    resumed = trainer_for("first")
+    resumed = trainer_for("first", max_steps=3)
     resumed_batches = record_batches(resumed)
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 3
+    return uninterrupted, full_batches, resumed, resumed_batches, checkpoint
+
+
+def test_checkpoint_and_resume_draw_the_same_batches(tmp_path, tiny_model_dir):
+    dataset = make_prompt_dataset(32)
+
+    def trainer_for(run, **overrides):
+        config = small_config(tmp_path / run, **overrides)
+        return DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset)
+
+    uninterrupted, full_batches, resumed, resumed_batches, _ = interrupted_and_resumed(tmp_path, trainer_for)
     assert resumed.sampler.keep_rates[0].estimate() is not None
     # Steps 2 and 3 use the same prompts as in the run that was never interrupted, the groups carried over from
     # step 1 (restored from the checkpoint) included, with the same completions.

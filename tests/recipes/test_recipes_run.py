@@ -65,6 +65,22 @@ def test_dapo_recipe_default_config_two_steps(tmp_path, monkeypatch, capsys):
     assert (output_dir / "model.safetensors").is_file()
 
 
+def test_dapo_recipe_with_the_adaptive_config_two_steps(tmp_path, monkeypatch, capsys):
+    """The README's adaptive command, shortened: `recipes/dapo.py --config recipes/configs/dapo_adaptive.yaml`."""
+    output_dir = tmp_path / "dapo-adaptive"
+    config = str(RECIPES / "configs" / "dapo_adaptive.yaml")
+    run_recipe("dapo", output_dir, "--config", config, *SHORT_RUN, monkeypatch=monkeypatch)
+    before_after_figures(capsys.readouterr().out)
+    history = log_history(output_dir)
+    assert max(record["step"] for record in history) == 2
+    assert any("dynamic_sampling/informative_groups_per_1k_tokens" in record for record in history)
+    # The arguments the trainer saved with the model: the recipe ran in the adaptive mode.
+    import torch
+
+    arguments = torch.load(output_dir / "training_args.bin", weights_only=False)
+    assert arguments.dynamic_sampling_mode == "adaptive" and arguments.dynamic_sampling_max_skip_probability == 0.9
+
+
 def test_gspo_recipe_two_steps(tmp_path, monkeypatch, capsys):
     output_dir = tmp_path / "gspo"
     run_recipe(
