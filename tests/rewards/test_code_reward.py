@@ -320,7 +320,9 @@ def test_a_failing_harness_is_reported_not_silently_scored(reward, caplog):
     broken = CodeTest("value", "add(1,", expected=3)  # not an expression: the harness itself raises
     with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox.testing"):
         report = run_code_tests(ADD, [broken], sandbox=reward.sandbox, timeout=TIMEOUT)
-    assert [o.status for o in report.outcomes] == ["no_result"]
+    # A fault of the judge, not the program's: judged again on a fresh sandbox, then "cannot judge" naming the cause.
+    assert [o.status for o in report.outcomes] == ["judge_failed"]
+    assert report.judge_failed is not None and "SyntaxError" in report.judge_failed
     messages = [record.getMessage() for record in caplog.records]
     assert any("harness failed" in message and "SyntaxError" in message for message in messages)
 

@@ -169,7 +169,7 @@ def test_lazy_test_warning_names_the_row_and_the_fix(python_reward, caplog):
     with caplog.at_level("WARNING"):
         scores = python_reward(completions=completions, tests=[CHECK_SQUARE_TEST, LAZY_TESTS["only calls the function"]])
     assert scores == [1.0, None]
-    assert "row 1 of the batch" in caplog.text and "ran no check" in caplog.text and "Fix the column" in caplog.text
+    assert "row 1 of the batch" in caplog.text and "check nothing" in caplog.text and "Fix the column" in caplog.text
 
 
 LEAVE_STATE = (

@@ -547,15 +547,22 @@ class CodeReward(Reward):
         return scores
 
     def _score_row(self, index: int, report: CodeTestReport) -> float | None:
-        if report.ran_no_check:
-            # Fail closed: a test that checks nothing would pass any program.
+        if report.checks_nothing:
+            # Fail closed: a test that checks nothing would pass any program. Read from the test alone.
             which = [i for i, outcome in enumerate(report.outcomes) if outcome.status == "no_check"]
             _warn_once(
-                f"row {index} of the batch: test(s) {which} ran no check (no assert ran, no check(...) call, no "
-                "unittest test method, no output compared), so they would pass any program. Such rows score None "
-                "(cannot judge). Fix the column: make each test assert something about the program (call "
-                "`check(<function>)` after defining it, run the unittest TestCase, or give stdin/stdout pairs), or "
-                "pass tests_format=... naming the dataset's format."
+                f"row {index} of the batch: test(s) {which} check nothing (no assert, no assertion method, no raise "
+                "that the test's code reaches), so they would pass any program. Such rows score None (cannot judge). "
+                "Fix the column: make each test assert something about the program (call `check(<function>)` after "
+                "defining it, run the unittest TestCase, or give stdin/stdout pairs), or pass tests_format=... "
+                "naming the dataset's format."
+            )
+            return None
+        if report.judge_failed is not None:
+            _warn_once(
+                f"row {index} of the batch: the judge failed, not the program ({report.judge_failed}), on a fresh "
+                "sandbox too; such rows score None (cannot judge). Check the machine: free space in the temporary "
+                "directory, memory (the OOM killer), processes killed from outside, `trl-ext sandbox`."
             )
             return None
         if report.isolation_unavailable:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import Sandbox
+from .check_sites import can_check
 from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
 from .harness import HARNESS_MODULES
 from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal, guarded_expression, judged_apart
@@ -64,6 +65,12 @@ class CodeTest:
     rel_tol: float | None = None
     abs_tol: float | None = None
 
+    @property
+    def can_check(self) -> bool:
+        """Whether this test reaches a check at all, read from its source (`check_sites`): a statement test that
+        cannot would pass any program. Value and stdin/stdout tests always compare."""
+        return self.kind != "statement" or can_check(self.source)
+
     def plan(self) -> dict:
         """What the sandbox harness receives: never the expected value. Statement tests go in instrumented
         (see `instrument_checks`), with the modules they import, which the harness loads before the solution."""
@@ -102,8 +109,12 @@ def assert_test(source: str) -> CodeTest:
 
 
 NO_CHECK_DETAIL = (
-    "the test returned without running any check (no assert ran, no assertion method was called): it cannot "
-    "tell a right program from a wrong one"
+    "the test reaches no check (no assert, no assertion method, no raise that its code runs): it cannot tell a "
+    "right program from a wrong one"
+)
+NO_CHECK_RAN_DETAIL = (
+    "the test returned without running any of its checks with this program (a program must not keep a test "
+    "from checking it)"
 )
 
 
@@ -131,9 +142,14 @@ class CodeTestReport:
     compile: Mapping[str, Any] | None = None
 
     @property
-    def ran_no_check(self) -> bool:
-        """Some test returned without running a check: the tests, not the program, are at fault."""
+    def checks_nothing(self) -> bool:
+        """Some test reaches no check, read from its source alone: the tests, not the program, are at fault."""
         return any(outcome.status == "no_check" for outcome in self.outcomes)
+
+    @property
+    def judge_failed(self) -> str | None:
+        """Why the judge could not give a verdict (its sandbox died, hung or could not start, twice), or None."""
+        return next((outcome.detail for outcome in self.outcomes if outcome.status == "judge_failed"), None)
 
     @property
     def isolation_unavailable(self) -> bool:

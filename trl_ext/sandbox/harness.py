@@ -47,19 +47,25 @@ import sys
 import time
 
 if __package__:  # imported by the trainer (`trl_ext.sandbox.harness`)
-    from . import program_isolation
+    from . import one_thread, program_isolation
     from .plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401 - decode_value: API
     from .test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
                                _names_in)
 else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_MODULES`)
+    # Numerical libraries start no thread pool of their own: a test process running the program allows one thread.
+    for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                     "VECLIB_MAXIMUM_THREADS"):
+        os.environ[_threads] = "1"
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import one_thread
     import program_isolation
     from plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401
     from test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
                               _names_in)
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
-HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py")
+HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
+                   "one_thread.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(
@@ -198,35 +204,21 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     os.close(nonce_write)
     child_fds = (result_write, nonce_read, stdin_fd, stdout_write)
     failure_read, failure_write = os.pipe()  # held by the isolating process alone (`program_isolation`)
+    apart = kind == "statement" and plan["tests"][plan_index].get("apart")
     pid = os.fork()
     if pid == 0:
         try:
             os.close(failure_read)
-            cpu_seconds = int(-(-timeout // 1)) * count
-
-            def program():
-                if kind == "statement" and plan["tests"][plan_index].get("apart"):
-                    genuine = _genuine_names(test_code)
-                    _judged_apart(solution_code, test_code, genuine, known_types, child_fds, cpu_seconds, plan,
-                                  failure_write)
-                if binary is not None:
-                    _exec_child(binary, child_fds, cpu_seconds, plan.get("memory"))
-                genuine = {}
-                for code in test_code if kind == "values" else [test_code] if test_code is not None else []:
-                    genuine.update(_genuine_names(code))
-                if plan.get("memory"):  # as the sandbox's limit; a reused sandbox allows its compiler more
-                    resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
-                _child(kind, solution_code, test_code, genuine, restore_modules, known_types, child_fds, cpu_seconds,
-                       plan["max_value"])
-
+            test = _TestBody(kind, solution_code, test_code, plan, restore_modules, known_types, binary, child_fds,
+                             int(-(-timeout // 1)) * count, failure_write, apart)
             os.setpgid(0, 0)
             isolation = plan.get("isolation")
-            if kind == "statement" and plan["tests"][plan_index].get("apart"):
-                program()  # the judge's process: it isolates the program itself
+            if apart:
+                test.run()  # the judge's process: it isolates the program itself
             if isolation:
-                program_isolation.run_isolated(program, failure_write, isolation["writable"], isolation["size"],
+                program_isolation.run_isolated(test.run, failure_write, isolation["writable"], isolation["size"],
                                                stdin_fd=stdin_fd if kind == "stdio" else None)
-            program()
+            test.run()
         finally:
             os._exit(70)
     try:
@@ -240,15 +232,70 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     buffers = {result_read: (result, (plan["max_value"] + 512) * count, "value_too_large")}
     if stdout_read is not None:
         buffers[stdout_read] = (output, max_output, "output_limit")
+    status, reason = _collect(pid, buffers, timeout, kind)
+    _end_test_process(pid, plan)
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    _reap()
+    for fd in buffers:
+        os.close(fd)
+    failure = _isolation_failure(failure_read, failure_write)
+    if failure is not None:
+        record = {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": failure}
+        return [record] * count if kind == "values" else record
+    if binary is not None:
+        return _exec_record(bytes(output), status, reason)
+    if kind == "values":
+        return _value_records(bytes(result), status, reason, count)
+    return _record(kind, bytes(result), bytes(output), status, reason, nonce)
+
+
+class _TestBody:
+    """What a test process runs, once it has its namespaces: a C++ binary, a statement test judged apart (this
+    process is then the judge's), or the program with its test in one process (`test_process._child`), where a
+    statement test allows no second thread (`one_thread`)."""
+
+    def __init__(self, kind, solution_code, test_code, plan, restore_modules, known_types, binary, fds,
+                 cpu_seconds, failure_fd, apart):
+        self.kind, self.solution_code, self.test_code, self.plan = kind, solution_code, test_code, plan
+        self.restore_modules, self.known_types, self.binary, self.fds = restore_modules, known_types, binary, fds
+        self.cpu_seconds, self.failure_fd, self.apart = cpu_seconds, failure_fd, apart
+
+    def run(self):
+        kind, test_code, plan = self.kind, self.test_code, self.plan
+        if self.apart:
+            _judged_apart(self.solution_code, test_code, _genuine_names(test_code), self.known_types, self.fds,
+                          self.cpu_seconds, plan, self.failure_fd)
+        if self.binary is not None:
+            _exec_child(self.binary, self.fds, self.cpu_seconds, plan.get("memory"))
+        genuine = {}
+        for code in test_code if kind == "values" else [test_code] if test_code is not None else []:
+            genuine.update(_genuine_names(code))
+        if plan.get("memory"):  # as the sandbox's limit; a reused sandbox allows its compiler more
+            resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
+        if kind == "statement":
+            try:
+                one_thread.refuse_threads()
+            except OSError as error:  # fail closed: the test machinery would share the process with threads
+                _write_all(os.write, self.fds[0], f"Eload:cannot refuse threads here: {error}".encode()[:300])
+                os._exit(0)
+        _child(kind, self.solution_code, test_code, genuine, self.restore_modules, self.known_types, self.fds,
+               self.cpu_seconds, plan["max_value"])
+
+
+def _collect(pid, buffers, timeout, kind):
+    """Read the test process's pipes (`buffers`: fd -> (buffer, limit, reason past the limit)) until they close,
+    the deadline passes (kind "values": each answered test starts the next one's timeout) or a limit is exceeded;
+    `(wait status or None, reason or None)`."""
     open_fds = set(buffers)
+    result = buffers[min(buffers)][0] if kind == "values" else None
     deadline = time.monotonic() + timeout
     status = exited_at = reason = None
     reported = 0
     while open_fds:
         now = time.monotonic()
         if now >= deadline:
-            reason = "timeout"
-            break
+            return status, "timeout"
         if status is None:
             finished, wait_status = os.waitpid(pid, os.WNOHANG)
             if finished:
@@ -266,13 +313,18 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             if len(buffer) > limit:
                 del buffer[limit:]
                 reason = overflow_reason
-        if kind == "values" and len(_frames(result)[0]) > reported:  # a test answered: the next one's timeout
+        if result is not None and len(_frames(result)[0]) > reported:  # a test answered: the next one's timeout
             reported, deadline = len(_frames(result)[0]), time.monotonic() + timeout
         if reason:
-            break
-    if status is None and reason is None:
+            return status, reason
+    if status is None:
         status = _wait_until(pid, deadline)
         reason = None if status is not None else "timeout"
+    return status, reason
+
+
+def _end_test_process(pid, plan):
+    """Kill the test process's group, and under a private PID namespace every process but the harness."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -282,20 +334,6 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
             os.kill(-1, signal.SIGKILL)  # everything but the harness (and bubblewrap's init): no leftovers
         except ProcessLookupError:
             pass
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    _reap()
-    for fd in buffers:
-        os.close(fd)
-    failure = _isolation_failure(failure_read, failure_write)
-    if failure is not None:
-        record = {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": failure}
-        return [record] * count if kind == "values" else record
-    if binary is not None:
-        return _exec_record(bytes(output), status, reason)
-    if kind == "values":
-        return _value_records(bytes(result), status, reason, count)
-    return _record(kind, bytes(result), bytes(output), status, reason, nonce)
 
 
 def _isolation_failure(failure_read, failure_write):
@@ -414,6 +452,8 @@ def main(argv):
     with open(solution_path, encoding="utf-8", errors="replace") as file:
         source = file.read()
     _judge_program(plan, source, sys.stdout.buffer, remove=(plan_path, solution_path))
+    sys.stdout.buffer.write(b'{"done": true}\n')  # the trainer knows the harness finished (a fault otherwise)
+    sys.stdout.buffer.flush()
 
 
 def _serve(script):

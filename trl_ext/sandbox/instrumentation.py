@@ -24,7 +24,39 @@ _NOT_LITERAL = object()
 class _CheckInstrumenter(ast.NodeTransformer):
     """`assert <test>, <message>` becomes `if not <test'>: raise AssertionError(<message>)` followed by a call
     that counts one check; in `<test'>` comparisons and truth tests go through the harness's plain-data
-    comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing."""
+    comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing. A call of an
+    assertion function that returns (`np.testing.assert_allclose(...)`, `mock.assert_called_once()`) counts one
+    check, and so does an `if` whose body raises, when its condition is evaluated."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        if node.name.startswith(("__trl_ext_", "_trl_ext_")):  # a format's runner: it counts its own checks
+            return node
+        return self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        if node.name.startswith(("__trl_ext_", "_trl_ext_")):
+            return node
+        return self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        if not _is_assertion_call(node.value):
+            return node
+        return [node, ast.copy_location(_count_check(), node)]
+
+    def visit_With(self, node: ast.With) -> list[ast.stmt]:
+        # `with self.assertRaises(E):` / `with pytest.raises(E):` counts once its block ends as expected.
+        self.generic_visit(node)
+        if not any(_is_assertion_call(item.context_expr) or _called_name(item.context_expr) == "raises"
+                   for item in node.items):
+            return [node]
+        return [node, ast.copy_location(_count_check(), node)]
+
+    def visit_If(self, node: ast.If) -> list[ast.stmt]:
+        self.generic_visit(node)
+        if not any(isinstance(statement, ast.Raise) for statement in node.body):
+            return [node]
+        return [ast.copy_location(_count_check(), node), node]
 
     def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
         self.generic_visit(node)
@@ -87,6 +119,23 @@ class _ValueGuard(ast.NodeTransformer):
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node
+
+
+def _count_check() -> ast.stmt:
+    return ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], []))
+
+
+def _called_name(call: ast.AST) -> str:
+    if not isinstance(call, ast.Call):
+        return ""
+    function = call.func
+    return function.attr if isinstance(function, ast.Attribute) else function.id if isinstance(function, ast.Name) else ""
+
+
+def _is_assertion_call(call: ast.AST) -> bool:
+    """A call of an assertion function or method (`assert*`, `fail*`), not one of the harness's own."""
+    name = _called_name(call)
+    return name.startswith(("assert", "fail")) and not name.startswith("__trl_ext_")
 
 
 def _value_call(node: ast.expr) -> ast.expr:

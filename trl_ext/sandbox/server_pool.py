@@ -86,6 +86,8 @@ def close_servers(sandbox: Sandbox) -> None:
 
 
 def _exchange(sandbox: Sandbox, memory: int, request: dict, wall: float, report_bytes: int):
+    """`(stdout, stderr, timed_out, seconds, run_id, complete)` of one program judged by an idle server (started
+    if none is idle); `complete` is False when the server died, hung or broke the exchange (it is then closed)."""
     server = _take_server(sandbox, memory)
     started = time.monotonic()
     lines, stderr, ok = server.exchange(json.dumps(request).encode(), started + wall, report_bytes)
@@ -94,4 +96,4 @@ def _exchange(sandbox: Sandbox, memory: int, request: dict, wall: float, report_
         _give_back(sandbox, memory, server)
     else:
         server.close()
-    return b"\n".join(lines), stderr, not ok and elapsed >= wall, elapsed, server.run_id
+    return b"\n".join(lines), stderr, not ok and elapsed >= wall, elapsed, server.run_id, ok

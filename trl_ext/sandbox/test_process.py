@@ -137,34 +137,27 @@ def _genuine_names(test_code):
     return genuine
 
 
-def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
-           max_value_bytes):
-    """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
-
-    `genuine` holds the real objects for the test's builtin and module names (see `_genuine_names`);
-    `known_types` the classes that existed before the solution ran (see `plain_data.make_comparisons`);
-    `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
-    its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
-    """
-    write, exit_, read, close, flush_targets = os.write, os._exit, os.read, os.close, (sys.stdout, sys.stderr)
-    exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
-    result_fd, nonce_fd, unencodable, copy_dict = _RESULT_FD, _NONCE_FD, _Unencodable, dict
-    modules, module_type = sys.modules, type(sys)
+def _take_descriptors(fds):
+    """Give a test process its descriptors (0 stdin, 1 stdout, 2 /dev/null, 3 result, 4 nonce) and close every
+    other (the harness's report pipe); return the nonce, read and its pipe closed before the program runs."""
     os.setpgid(0, 0)
     devnull = os.open(os.devnull, os.O_RDWR)
-    # Move every fd above the ones we assign, then assign 0-4, then close the rest (the harness's report pipe).
+    # Move every fd above the ones we assign, then assign 0-4, then close the rest.
     result, nonce, stdin, stdout = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (*fds[:3], fds[3] or devnull))
     for source, target in ((stdin, 0), (stdout, 1), (devnull, 2), (result, _RESULT_FD), (nonce, _NONCE_FD)):
         os.dup2(source, target)
     os.closerange(_NONCE_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    # The nonce is read before the solution runs and its pipe closed: the solution cannot read it there.
-    secret = read(nonce_fd, 64)
-    close(nonce_fd)
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
-        signal.signal(number, signal.SIG_DFL)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    secret = os.read(_NONCE_FD, 64)
+    os.close(_NONCE_FD)
+    return secret
+
+
+def _install_audit_hook():
+    """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
+    `ctypes`, `/proc/<pid>/mem`) from here on. Everything the hook calls is bound now: the program may replace
+    any module attribute or builtin later."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
-    starts, ends, is_instance, text_types = str.startswith, str.endswith, isinstance, (str, bytes)
+    starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
     open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
 
     def real_path(path):
@@ -196,10 +189,52 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 raise refusal("reading process memory is not allowed in the code sandbox")
 
     sys.addaudithook(audit)
+
+
+def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
+           max_value_bytes):
+    """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
+
+    `genuine` holds the real objects for the test's builtin and module names (see `_genuine_names`);
+    `known_types` the classes that existed before the solution ran (see `plain_data.make_comparisons`);
+    `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
+    its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
+    """
+    write, exit_, to_text, copy_dict = os.write, os._exit, str, dict
+    # Only the streams as they are now: a program may replace sys.stdout with an object whose flush() is its own.
+    flush_targets = tuple(stream.flush for stream in (sys.stdout, sys.stderr))
+    exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
+    result_fd, unencodable, modules, module_type = _RESULT_FD, _Unencodable, sys.modules, type(sys)
+    secret = _take_descriptors(fds)
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    _install_audit_hook()
     checks = [0]
 
     def count_check():
         checks[0] += 1
+
+    def flush():
+        for stream_flush in flush_targets:
+            try:
+                stream_flush()
+            except BaseException:  # noqa: BLE001 - a closed stream: nothing to flush
+                pass
+
+    def value_frame(code, test_globals):  # one length-prefixed frame of a batch of value tests
+        try:
+            payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
+            if len(payload) > max_value_bytes:
+                payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
+        except unencodable as error:
+            payload = f"U{error}".encode(errors="replace")[:300]
+        except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
+            try:
+                payload = f"Etest:{type(error).__name__}: {error}".encode(errors="replace")[:300]
+            except BaseException:  # noqa: BLE001 - an exception whose str() raises
+                payload = f"Etest:{type(error).__name__}".encode()
+        return len(payload).to_bytes(4, "big") + payload
 
     compare, truth, value, trust = make_comparisons(set(known_types))
     solution_module = module_type("solution")
@@ -231,27 +266,11 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 write_all(write, result_fd, b"V" + payload)
             elif kind == "values":  # one length-prefixed frame per test, in order
                 for code in test_code:
-                    try:
-                        payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
-                        if len(payload) > max_value_bytes:
-                            payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
-                    except unencodable as error:
-                        payload = f"U{error}".encode(errors="replace")[:300]
-                    except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
-                        try:
-                            payload = f"Etest:{type(error).__name__}: {error}".encode(errors="replace")[:300]
-                        except BaseException:
-                            payload = f"Etest:{type(error).__name__}".encode()
-                    write_all(write, result_fd, len(payload).to_bytes(4, "big") + payload)
+                    write_all(write, result_fd, value_frame(code, test_globals))
             elif kind == "statement":
                 exec_(test_code, test_globals)
-                count = str(checks[0]).encode()
-                for stream in flush_targets + (sys.stdout, sys.stderr):  # before the record: nothing may follow it
-                    try:
-                        stream.flush()
-                    except BaseException:
-                        pass
-                write_all(write, result_fd, b"P" + secret + b":" + count + PASS_RECORD_END)
+                flush()  # before the record: nothing may follow it
+                write_all(write, result_fd, b"P" + secret + b":" + to_text(checks[0]).encode() + PASS_RECORD_END)
                 exit_(0)
         except SystemExit as stop:
             # A stdio program may end with sys.exit() / sys.exit(0); any exit before an assert test is a failure.
@@ -259,21 +278,17 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 write_all(write, result_fd, f"E{stage}:SystemExit({stop.code!r})".encode(errors="replace")[:300])
         except unencodable as error:
             write_all(write, result_fd, f"U{error}".encode(errors="replace")[:300])
-        for stream in flush_targets + (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
+        flush()
         if kind == "stdio":
             write_all(write, result_fd, b"D")
     except BaseException as error:  # noqa: BLE001 - anything the solution raises is a failed test
         try:
             message = f"E{stage}:{type(error).__name__}: {error}"
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - an exception whose str() raises
             message = f"E{stage}:{type(error).__name__}"
         try:
             write_all(write, result_fd, message.encode(errors="replace")[:300])
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the result pipe is gone: the harness reports no result
             pass
     exit_(0)
 

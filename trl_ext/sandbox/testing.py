@@ -19,7 +19,7 @@ import json
 import logging
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 # What is not used here is re-exported: the names this module defined before its parts moved to modules of their
@@ -31,6 +31,7 @@ from .code_tests import (  # noqa: F401
     DEFAULT_CPP_FLAGS,
     LANGUAGES,
     NO_CHECK_DETAIL,
+    NO_CHECK_RAN_DETAIL,
     CodeTest,
     CodeTestReport,
     TestOutcome,
@@ -100,6 +101,8 @@ def _lists_for_tuples(value: Any) -> Any:
 
 
 def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) -> TestOutcome:
+    if not test.can_check:  # the row's fault, decided from the test alone, whatever the program did
+        return TestOutcome(False, "no_check", NO_CHECK_DETAIL)
     if record is None:
         return TestOutcome(False, "no_result", "the sandbox ended before reporting this test")
     status = record.get("status")
@@ -116,8 +119,8 @@ def _judge(test: CodeTest, record: Mapping[str, Any] | None, output_match: str) 
         return TestOutcome(passed, "passed" if passed else "wrong_value", "" if passed else repr(actual)[:200])
     if test.kind == "statement" and status == "passed":
         return TestOutcome(True, "passed")
-    if test.kind == "statement" and status == "no_check":
-        return TestOutcome(False, "no_check", NO_CHECK_DETAIL)
+    if test.kind == "statement" and status == "no_check":  # it can check: the program kept it from checking
+        return TestOutcome(False, "no_check_ran", NO_CHECK_RAN_DETAIL)
     if test.kind == "stdio" and status == "output":
         stdout = str(record.get("stdout", ""))
         passed = outputs_match(stdout, test.expected, test.output_match or output_match, test.rel_tol, test.abs_tol)
@@ -175,6 +178,50 @@ def run_code_tests(
         raise ValueError("run_code_tests needs at least one test.")
     if language not in LANGUAGES:
         raise ValueError(f"run_code_tests: language must be one of {LANGUAGES}, got {language!r}.")
+    job = _harness_job(code, tests, sandbox, timeout, max_output, stop_on_failure, language, compile_timeout,
+                       compile_memory, cpp_flags, reuse, precompiled_headers)
+    run = _judged_run(job, tests)
+    outcomes = _outcomes(tests, run, output_match)
+    if checker is not None:
+        outputs = {
+            i: str(run.records[i].get("stdout", ""))
+            for i, test in enumerate(tests)
+            if test.kind == "stdio" and run.records.get(i, {}).get("status") == "output"
+        }
+        if outputs:
+            verdicts = _run_checker(checker, tests, outputs, sandbox=sandbox, timeout=timeout,
+                                    compile_timeout=compile_timeout, compile_memory=compile_memory)
+            for i in outputs:
+                outcomes[i] = verdicts.get(i, TestOutcome(False, "checker_failed", "the checker gave no verdict"))
+    return CodeTestReport(
+        outcomes=tuple(outcomes),
+        isolation=sandbox.isolation,
+        wall_time=run.wall_time,
+        sandbox_timed_out=run.timed_out,
+        run_id=run.run_id,
+        harness_stderr=run.stderr[-2000:],
+        compile=run.compiled,
+    )
+
+
+@dataclass(frozen=True)
+class _HarnessJob:
+    """One program and its plan, ready to be judged by a harness: in a fresh sandbox run or a reused one."""
+
+    sandbox: Sandbox
+    plan: dict
+    files: dict
+    script_args: list
+    limits: Any
+    code: str
+    reuse: bool
+    server_memory: int
+    wall: float
+    report_bytes: int
+
+
+def _harness_job(code, tests, sandbox, timeout, max_output, stop_on_failure, language, compile_timeout,
+                 compile_memory, cpp_flags, reuse, precompiled_headers) -> _HarnessJob:
     plan = {
         "tests": [test.plan() for test in tests],
         "timeout": timeout,
@@ -183,13 +230,13 @@ def run_code_tests(
         "private_pids": sandbox.isolation in ("bwrap", "unshare"),
         "stop_on_failure": stop_on_failure,
         "language": language,
+        "isolation": _program_isolation(sandbox),
     }
     # One JSON line per test; a stdout string may grow up to 6x when JSON escapes it.
     report_bytes = len(tests) * (6 * max(max_output, _MAX_VALUE_BYTES) + 4096)
     wall = _STARTUP_ALLOWANCE + len(tests) * (timeout + _PER_TEST_OVERHEAD)
     limits = replace(sandbox.limits, wall_time=wall, cpu_time=wall, max_output=report_bytes)
-    plan["isolation"] = _program_isolation(sandbox)
-    files = {**_harness_files(), "plan.json": json.dumps(plan)}
+    files = dict(_harness_files())
     if language == "cpp":
         if any(test.kind != "stdio" for test in tests):
             raise ValueError("run_code_tests: C++ programs take stdin/stdout tests only, not assert statements.")
@@ -205,15 +252,9 @@ def run_code_tests(
             "output": "solution",
         }
         plan["memory"] = sandbox.limits.memory  # each test; the sandbox as a whole allows the compiler more
-        files["plan.json"] = json.dumps(plan)
         wall += compile_timeout
-        limits = replace(
-            limits,
-            wall_time=wall,
-            cpu_time=wall,
-            memory=max(sandbox.limits.memory, compile_memory),
-            max_output=report_bytes + 4 * _MAX_DIAGNOSTICS,
-        )
+        limits = replace(limits, wall_time=wall, cpu_time=wall, memory=max(sandbox.limits.memory, compile_memory),
+                         max_output=report_bytes + 4 * _MAX_DIAGNOSTICS)
         files["solution.cpp"] = code
         script_args = ["plan.json", "solution.cpp"]
     else:
@@ -223,15 +264,75 @@ def run_code_tests(
         plan["memory"] = sandbox.limits.memory
         plan["scratch"] = _scratch_directories(sandbox)
         plan["private_ipc"] = sandbox.isolation in ("bwrap", "unshare")
-        server_memory = max(sandbox.limits.memory, compile_memory if language == "cpp" else 0)
-        stdout, stderr_bytes, timed_out, wall_time, run_id = _exchange(
-            sandbox, server_memory, {"plan": plan, "source": code}, wall, report_bytes
-        )
-    else:
-        result = sandbox.run_python("harness.py", files=files, args=script_args, limits=limits, harness=True)
-        stdout, stderr_bytes, timed_out, wall_time, run_id = (
-            result.stdout, result.stderr, result.timed_out, result.wall_time, result.run_id
-        )
+    files["plan.json"] = json.dumps(plan)
+    server_memory = max(sandbox.limits.memory, compile_memory if language == "cpp" else 0)
+    return _HarnessJob(sandbox, plan, files, script_args, limits, code, reuse, server_memory, wall, report_bytes)
+
+
+@dataclass(frozen=True)
+class _HarnessRun:
+    """What one harness reported for a program: a record per test index, the compile's report (C++), and whether
+    the harness finished as it should (`complete`); `fault` says why the verdicts cannot stand when it did not."""
+
+    records: dict
+    compiled: Mapping[str, Any] | None
+    stderr: str
+    timed_out: bool
+    wall_time: float
+    run_id: str
+    fault: str | None = None
+
+    @property
+    def killed_from_outside(self) -> bool:
+        """A test process died of SIGKILL that its harness did not send (the OOM killer, an operator)."""
+        return any(record.get("reason") == "killed" and record.get("signal") == 9 for record in self.records.values())
+
+
+def _judged_run(job: _HarnessJob, tests: Sequence[CodeTest]) -> _HarnessRun:
+    """The program judged by a harness, and judged again on a fresh sandbox when the first judge failed (it died,
+    hung, broke its report, or could not start) or a test process was killed from outside: a fault of the judge
+    never becomes a verdict. A program cannot reach the harness, its sandbox or its server (the red team), so a
+    death there is not the program's doing; a program that kills itself is killed again, and then fails."""
+    first = _harness_run(job, tests)
+    if first.fault is None and not first.killed_from_outside:
+        return first
+    second = _harness_run(job, tests)
+    return replace(second, wall_time=first.wall_time + second.wall_time)
+
+
+def _harness_run(job: _HarnessJob, tests: Sequence[CodeTest]) -> _HarnessRun:
+    try:
+        if job.reuse:
+            stdout, stderr_bytes, timed_out, wall_time, run_id, complete = _exchange(
+                job.sandbox, job.server_memory, {"plan": job.plan, "source": job.code}, job.wall, job.report_bytes
+            )
+        else:
+            result = job.sandbox.run_python("harness.py", files=job.files, args=job.script_args, limits=job.limits,
+                                            harness=True)
+            stdout, stderr_bytes, timed_out, wall_time, run_id = (
+                result.stdout, result.stderr, result.timed_out, result.wall_time, result.run_id
+            )
+            complete = stdout.rstrip().endswith(_DONE) and result.returncode == 0
+    except OSError as error:  # the sandbox could not start: no space for its files, no process left...
+        return _HarnessRun({}, None, "", False, 0.0, "", fault=f"the sandbox could not start: {error}")
+    records, compiled = _read_records(stdout, len(tests))
+    stderr = stderr_bytes.decode(errors="replace")
+    fault = None
+    if "Traceback" in stderr:
+        # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
+        # broken interpreter, not the program's doing.
+        fault = "the harness failed: " + stderr.strip().splitlines()[-1][:300]
+    elif not complete or len(records) < len(tests):
+        fault = ("the sandbox timed out before its harness finished" if timed_out
+                 else "the sandbox's harness ended before reporting every test")
+    return _HarnessRun(records, compiled, stderr, timed_out, wall_time, run_id, fault)
+
+
+_DONE = b'{"done": true}'
+
+
+def _read_records(stdout: bytes, count: int) -> tuple[dict[int, dict], Mapping[str, Any] | None]:
+    """The first record of each test index in the harness's report, and the compile's report (C++)."""
     records: dict[int, dict] = {}
     compiled = None
     for line in stdout.splitlines():
@@ -243,31 +344,19 @@ def run_code_tests(
             index = record["test"]
         except (ValueError, KeyError, TypeError):
             continue
-        if isinstance(index, int) and 0 <= index < len(tests) and index not in records:
+        if isinstance(index, int) and 0 <= index < count and index not in records:
             records[index] = record
-    stderr = stderr_bytes.decode(errors="replace")
-    if "Traceback" in stderr:
-        # Only the launcher and harness write here (test processes' stderr goes to /dev/null): a bug or a
-        # broken interpreter, not the program's doing. Left silent, every test would just read as failed.
-        _warn_once(logger, f"the harness failed, every test of that run scored as failed:\n{stderr[-1500:]}")
-    outcomes = [_judge(test, records.get(i), output_match) for i, test in enumerate(tests)]
-    if checker is not None:
-        outputs = {
-            i: str(records[i].get("stdout", ""))
-            for i, test in enumerate(tests)
-            if test.kind == "stdio" and records.get(i, {}).get("status") == "output"
-        }
-        if outputs:
-            verdicts = _run_checker(checker, tests, outputs, sandbox=sandbox, timeout=timeout,
-                                    compile_timeout=compile_timeout, compile_memory=compile_memory)
-            for i in outputs:
-                outcomes[i] = verdicts.get(i, TestOutcome(False, "checker_failed", "the checker gave no verdict"))
-    return CodeTestReport(
-        outcomes=tuple(outcomes),
-        isolation=sandbox.isolation,
-        wall_time=wall_time,
-        sandbox_timed_out=timed_out,
-        run_id=run_id,
-        harness_stderr=stderr[-2000:],
-        compile=compiled,
-    )
+    return records, compiled
+
+
+def _outcomes(tests: Sequence[CodeTest], run: _HarnessRun, output_match: str) -> list[TestOutcome]:
+    """A verdict per test; where the judge failed twice, `judge_failed` naming the cause (scored "cannot judge")."""
+    if run.fault is not None:
+        _warn_once(logger, f"{run.fault}; the program was judged again on a fresh sandbox, which failed too")
+    outcomes = []
+    for index, test in enumerate(tests):
+        if run.fault is not None and test.can_check:
+            outcomes.append(TestOutcome(False, "judge_failed", run.fault))
+        else:
+            outcomes.append(_judge(test, run.records.get(index), output_match))
+    return outcomes

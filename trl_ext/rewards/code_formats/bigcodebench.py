@@ -11,45 +11,41 @@ from ...sandbox.testing import CodeTest
 from .common import RowTests, _names_test_case, _parse, _text
 
 
-# Runs one method of a unittest.TestCase class, counting its assertion calls as checks (see harness.py). The
-# values a comparing assertion receives go through the harness's plain-data guard first, as an assert's do.
+# Runs one method of a unittest.TestCase class as unittest would (class and instance fixtures, cleanups, `patch`
+# decorators), by calling them: no TestResult, TestSuite or outcome object decides the verdict, so a program that
+# patches those changes nothing; whatever the test raises (a failed assertion, SkipTest) fails it. Its assertion
+# calls are counted as checks where they are written (`instrument_checks`), and the values a comparing assertion
+# receives go through the harness's plain-data guard first, as an assert's do.
 _UNITTEST_RUNNER = '''
 def __trl_ext_run_unittest__(class_name, method_name):
-    import unittest
-    import unittest.mock
-    counted = [0]
-    comparing = {"assertEqual", "assertNotEqual", "assertAlmostEqual", "assertNotAlmostEqual", "assertGreater",
+    comparing = ("assertEqual", "assertNotEqual", "assertAlmostEqual", "assertNotAlmostEqual", "assertGreater",
                  "assertGreaterEqual", "assertLess", "assertLessEqual", "assertIn", "assertNotIn", "assertCountEqual",
                  "assertListEqual", "assertTupleEqual", "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
                  "assertMultiLineEqual", "assertTrue", "assertFalse", "assertEquals", "assertNotEquals",
-                 "assertAlmostEquals", "assertDictContainsSubset"}
-    def counting(method, guarded=False):
-        def counted_call(*args, **kwargs):
-            if guarded:
-                args = [__trl_ext_value__(argument) for argument in args]
-                kwargs = {key: __trl_ext_value__(argument) for key, argument in kwargs.items()}
-            result = method(*args, **kwargs)
-            counted[0] += 1
-            return result
-        return counted_call
-    for name in dir(unittest.mock.NonCallableMock):
-        if name.startswith("assert_"):
-            setattr(unittest.mock.NonCallableMock, name, counting(getattr(unittest.mock.NonCallableMock, name)))
-    case = globals()[class_name](method_name)
-    for name in dir(case):
-        if name.startswith(("assert", "fail")) and name != "failureException":
-            method = getattr(case, name)
-            if callable(method) and not isinstance(method, type):
-                setattr(case, name, counting(method, guarded=name in comparing))
-    result = unittest.TestResult()
-    unittest.TestSuite([case]).run(result)
-    problems = result.errors + result.failures
-    if problems:
-        raise AssertionError(problems[0][1][-300:])
-    if result.unexpectedSuccesses or result.testsRun != 1 or result.skipped:
-        raise AssertionError(f"{class_name}.{method_name} did not run to a verdict")
-    for _ in range(counted[0]):
-        __trl_ext_check__()
+                 "assertAlmostEquals", "assertDictContainsSubset")
+    def guarded(method):
+        def guarded_call(*args, **kwargs):
+            args = [__trl_ext_value__(argument) for argument in args]
+            kwargs = {key: __trl_ext_value__(argument) for key, argument in kwargs.items()}
+            return method(*args, **kwargs)
+        return guarded_call
+    cls = globals()[class_name]
+    case = cls(method_name)
+    for name in comparing:
+        method = getattr(case, name, None)
+        if callable(method):
+            setattr(case, name, guarded(method))
+    cls.setUpClass()
+    try:
+        case.setUp()
+        try:
+            getattr(case, method_name)()
+        finally:
+            case.tearDown()
+            case.doCleanups()
+    finally:
+        cls.tearDownClass()
+        cls.doClassCleanups()
 ''' + RUNNER_END + "\n"
 
 
