@@ -3,7 +3,8 @@
 In RL the policy is the attacker: each completion is a program that `CodeReward` judges in the sandbox. Every
 entry of `ATTACKS` is one hostile program with a dataset row in a public schema (HumanEval `test` +
 `entry_point`, MBPP `test_list`, APPS `input_output`, KodCode pytest functions, BigCodeBench unittest classes),
-what the hostile program must score (0.0, or None where "cannot judge" is the right verdict), and the programs
+what the hostile program must score (0.0; None only where the row's test checks nothing, whatever the program:
+"cannot judge" takes a row out of the loss, so for a wrong program it would be an escape), and the programs
 judged right after it by the same reward object (with a reused sandbox: by the same sandbox server), each of
 which must still score 1.0. Used by `test_red_team.py`.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from red_team_inside import inside_the_test_attacks
 from red_team_programs import (
     _WRITE_ON_PID1_STDOUT,
     ANYTHING,
@@ -100,6 +102,7 @@ VALUES = "4 values that lie"
 COUNTER = "5 check counter"
 NUMBERS = "6 integer tolerance"
 OTHER = "7 other"
+INSIDE = "8 inside the test"
 
 ATTACKS: dict[str, Attack] = {
     # ---------------------------------------------------------------------------------- 1: verdict channel
@@ -404,6 +407,8 @@ ATTACKS: dict[str, Attack] = {
         SQUARE,
     ),
 }
+
+ATTACKS.update(inside_the_test_attacks(Attack, INSIDE))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to
 # non-integer expected tokens: (program, row) that must score 1.0.

@@ -49,6 +49,11 @@ def own_servers(request):
         close_servers(reward.sandbox)
 
 
+def contained_verdicts(attack) -> tuple:
+    """A hostile program scores 0.0; None ("cannot judge") only on a row whose test checks nothing, for any program."""
+    return tuple(v for v in attack.verdicts if v != 1.0 and (v is not None or attack.checks_nothing))
+
+
 def fenced(code: str) -> str:
     return f"Here is my solution.\n```python\n{code}```\n"
 
@@ -64,7 +69,7 @@ def test_attack_is_contained(name, reward):
     for program, row in attack.before:
         assert score(reward, program, row) == 1.0, "a right program judged before the attack"
     hostile = score(reward, attack.program, attack.row)
-    assert hostile in attack.verdicts and hostile != 1.0, f"the hostile program scored {hostile}"
+    assert hostile in contained_verdicts(attack), f"the hostile program scored {hostile}"
     for index, (program, row) in enumerate(attack.followers()):
         assert score(reward, program, row) == 1.0, f"program {index} judged after the attack"
     for index, (program, row) in enumerate(attack.probes):
@@ -99,7 +104,7 @@ def test_group_mates_in_one_batch(name, one_worker):
     finally:
         close_servers(one_worker.sandbox)
     hostile = scores[len(before)]
-    assert hostile in attack.verdicts and hostile != 1.0, scores
+    assert hostile in contained_verdicts(attack), scores
     assert scores[: len(before)] + scores[len(before) + 1 :] == [1.0] * (len(programs) - 1), scores
 
 

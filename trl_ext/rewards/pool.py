@@ -289,14 +289,9 @@ class TimeoutPool:
                 earliest = min(worker.deadline for worker in owned.values())
                 for conn in wait(list(owned), timeout=max(0.0, earliest - time.monotonic())):
                     worker = owned[conn]
-                    try:
-                        message = conn.recv()
-                    except (EOFError, OSError):
-                        try:
-                            code = worker.process.wait(timeout=1)
-                        except subprocess.TimeoutExpired:
-                            code = None
-                        lose(worker, Outcome("error", error=f"worker process died (exit code {code})"))
+                    message = _receive(worker)
+                    if isinstance(message, Outcome):  # the worker died
+                        lose(worker, message)
                         continue
                     kind = message[0]
                     if kind == "loaded":
@@ -304,11 +299,7 @@ class TimeoutPool:
                     elif kind == "load_error" and message[1] == key:  # (a released worker may report another call's)
                         fail_pending(message[2])
                     elif kind in ("ok", "error"):  # the result of the item this worker ran
-                        _, _, value = message
-                        results[worker.item] = (
-                            Outcome("ok", value=value) if kind == "ok" else Outcome("error", error=value)
-                        )
-                        worker.item = None
+                        results[worker.item], worker.item = _result_outcome(message), None
                     worker.state = "idle"  # after "ready", "loaded", "load_error" or a result
                     advance(worker)
                 now = time.monotonic()
@@ -395,3 +386,21 @@ def run_with_timeout_pool(
         outcome.value if outcome.ok else (on_timeout if outcome.status == "timeout" else on_error)
         for outcome in outcomes
     ]
+
+
+def _receive(worker: _Worker) -> tuple | Outcome:
+    """The worker's next message, or the `Outcome` of its item when the worker died."""
+    try:
+        return worker.conn.recv()
+    except (EOFError, OSError):
+        try:
+            code = worker.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            code = None
+        return Outcome("error", error=f"worker process died (exit code {code})")
+
+
+def _result_outcome(message: tuple) -> Outcome:
+    """The `Outcome` of a worker's ("ok" | "error", item, value) message."""
+    kind, _, value = message
+    return Outcome("ok", value=value) if kind == "ok" else Outcome("error", error=value)

@@ -45,6 +45,7 @@ import select
 import signal
 import sys
 import time
+import warnings
 
 if __package__:  # imported by the trainer (`trl_ext.sandbox.harness`)
     from . import one_thread, program_isolation
@@ -65,7 +66,7 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
 HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
-                   "one_thread.py")
+                   "one_thread.py", "call_guard.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(
@@ -313,8 +314,9 @@ def _collect(pid, buffers, timeout, kind):
             if len(buffer) > limit:
                 del buffer[limit:]
                 reason = overflow_reason
-        if result is not None and len(_frames(result)[0]) > reported:  # a test answered: the next one's timeout
-            reported, deadline = len(_frames(result)[0]), time.monotonic() + timeout
+        answered = len(_frames(result[1:])[0]) if result is not None and result.startswith(b"L") else 0
+        if answered > reported:  # a test answered: the next one's timeout starts now
+            reported, deadline = answered, time.monotonic() + timeout
         if reason:
             return status, reason
     if status is None:
@@ -369,7 +371,9 @@ def _value_records(result, status, reason, count):
     frames, rest = _frames(result[1:])
     records = [_record("value", b"L" + frame, b"", 0, None, b"") for frame in frames[:count]]
     if len(records) < count:
-        records.append(_record("value", b"L" + rest, b"", status, reason or "exited_early", b""))
+        # Killed by a signal: said so (SIGKILL from outside is the judge's fault, see `testing._judged_run`).
+        killed = status is not None and os.WIFSIGNALED(status)
+        records.append(_record("value", b"L" + rest, b"", status, reason or (None if killed else "exited_early"), b""))
     return records + [None] * (count - len(records))
 
 
@@ -531,6 +535,9 @@ def _judge_program(plan, source, report, remove=()):
                 skip_reason = "an earlier test failed (all-or-nothing scoring)"
         os.close(binary)
         return
+    # The harness's functions are string constants in the tests' code until bound (`_bind_judge_functions`): the
+    # compiler's warning that a string is called is expected.
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
     try:
         solution_code = compile(source, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:

@@ -9,13 +9,20 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["CHECK_FUNCTION", "COMPARE_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
+__all__ = ["CHECK_FUNCTION", "COMPARE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
+           "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
 CHECK_FUNCTION = "__trl_ext_check__"
 COMPARE_FUNCTION = "__trl_ext_compare__"
 TRUTH_FUNCTION = "__trl_ext_truth__"
 VALUE_FUNCTION = "__trl_ext_value__"
+TRUST_FUNCTION = "__trl_ext_trust_comparison__"
+# In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
+# test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
+# test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
+JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION})
+JUDGE_CONSTANT = "\x00trl-ext judge:"
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -121,6 +128,15 @@ class _ValueGuard(ast.NodeTransformer):
         return node
 
 
+class _JudgeNamesAsConstants(ast.NodeTransformer):
+    """`__trl_ext_compare__` -> the constant `JUDGE_CONSTANT + "__trl_ext_compare__"` (see `JUDGE_NAMES`)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in JUDGE_NAMES and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Constant(JUDGE_CONSTANT + node.id), node)
+        return node
+
+
 def _count_check() -> ast.stmt:
     return ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], []))
 
@@ -171,7 +187,7 @@ def guarded_expression(source: str) -> str:
         tree = ast.parse(source, mode="eval")
     except SyntaxError:
         return source
-    return ast.unparse(ast.fix_missing_locations(_ValueGuard().visit(tree)))
+    return ast.unparse(ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_ValueGuard().visit(tree))))
 
 
 # What a test may use and still be judged apart from the program's process (`judge_side`): no module that
@@ -225,7 +241,7 @@ def instrument_checks(source: str) -> str:
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
     imports = _imports(tree) | _reached_modules(tree)
-    tree = ast.fix_missing_locations(_CheckInstrumenter().visit(tree))
+    tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_CheckInstrumenter().visit(tree)))
     return ast.unparse(tree), tuple(sorted(imports))
 
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .processes import (
     _JOIN_CGROUPS,
@@ -24,7 +24,6 @@ from .processes import (
 )
 
 if TYPE_CHECKING:
-    from .core import Sandbox
     from .limits import SandboxLimits
 
 __all__ = ["SandboxServer"]
@@ -42,7 +41,7 @@ class SandboxServer:
     _DONE = b'{"done": true}'
 
     def __init__(
-        self, sandbox: Sandbox, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits,
+        self, sandbox: Any, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits,
         harness: bool = False,
     ):
         self.sandbox, self.limits, self.run_id = sandbox, limits, secrets.token_hex(8)

@@ -13,10 +13,14 @@ import signal
 import socket
 import sys
 
+import gc
+import types
+
 if __package__:
-    from . import judge_side, program_isolation
+    from . import call_guard, judge_side, program_isolation
     from .plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
+    import call_guard
     import judge_side
     import program_isolation
     from plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
@@ -39,12 +43,12 @@ _BLOCKED_AUDIT_EVENTS = frozenset(
 )
 # Attributes that hand out a frame, whose `f_back` chain leads to the harness's locals (nonce, check counter).
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-# Names the instrumented test code calls (see `trl_ext.sandbox.testing.instrument_checks`).
-_CHECK_NAME = "__trl_ext_check__"
-_COMPARE_NAME = "__trl_ext_compare__"
-_TRUTH_NAME = "__trl_ext_truth__"
-_TRUST_NAME = "__trl_ext_trust_comparison__"
-_VALUE_NAME = "__trl_ext_value__"
+# The harness's functions in instrumented test code (`trl_ext.sandbox.instrumentation.JUDGE_NAMES`): string
+# constants `JUDGE_CONSTANT + name`, replaced in the compiled code by the functions (`_bind_judge_functions`).
+JUDGE_CONSTANT = "\x00trl-ext judge:"
+# Attributes that hand out a code object: refused for the test's functions, whose constants are those functions.
+_CODE_ATTRIBUTES = frozenset({"__code__", "gi_code", "cr_code", "ag_code"})
+_REWIRING_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 # Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
 PASS_RECORD_END = b"."
 
@@ -137,6 +141,49 @@ def _genuine_names(test_code):
     return genuine
 
 
+def _bind_judge_functions(code, check, compare, truth, value, trust):
+    """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
+    functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
+                 JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
+                 JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust}
+
+    def bind(current):
+        return current.replace(co_consts=tuple(
+            functions.get(constant, constant) if type(constant) is str
+            else bind(constant) if type(constant) is types.CodeType else constant
+            for constant in current.co_consts
+        ))
+
+    if isinstance(code, list):
+        return [bind(item) for item in code]
+    return None if code is None else bind(code)
+
+
+def _guarded_namespace(namespace, genuine, modules, module_type):
+    """The test's namespace and the `solution` module it imports from, in which every function of the program is
+    called under `call_guard` (what a call changes in modules, classes and the test's names does not outlive it).
+    The program's own namespace stays as it is: its functions call each other unguarded."""
+    test_globals = dict(namespace)
+    test_globals.update(genuine)
+    test_globals["__name__"] = "__test__"
+    bound = call_guard.context(modules, test_globals)
+    view = module_type("solution")
+    for name, item in namespace.items():
+        if callable(item) and not isinstance(item, type) and not name.startswith("__"):
+            view.__dict__[name] = call_guard.guarded(item, bound)
+            if name not in genuine:
+                test_globals[name] = view.__dict__[name]
+        else:
+            view.__dict__[name] = item
+    return test_globals, view
+
+
+def _default_signals_and_cpu_limit(cpu_seconds):
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+
+
 def _take_descriptors(fds):
     """Give a test process its descriptors (0 stdin, 1 stdout, 2 /dev/null, 3 result, 4 nonce) and close every
     other (the harness's report pipe); return the nonce, read and its pipe closed before the program runs."""
@@ -154,11 +201,35 @@ def _take_descriptors(fds):
 
 def _install_audit_hook():
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
-    `ctypes`, `/proc/<pid>/mem`) from here on. Everything the hook calls is bound now: the program may replace
-    any module attribute or builtin later."""
+    `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
+    functions) and rewiring them or the call guard's, from here on. Everything the hook calls is bound now: the
+    program may replace any module attribute or builtin later."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
     open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
+    code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
+    protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS)
+    type_of = type
+    code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+    def judges(target, attribute, reading):
+        # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
+        # asks (a frame of its code, "solution.py", is on the stack; `unittest.mock` reads a test's code too).
+        if id(target) in protected:
+            return True
+        busy.append(1)
+        try:
+            code = get_attribute(target, "__code__" if attribute in rewiring else attribute, None)
+            if get_attribute(code, "co_filename", None) != "<test>":
+                return False
+            frame = get_frame(1)
+            while reading and frame is not None:
+                if frame.f_code.co_filename == "solution.py":
+                    return True
+                frame = frame.f_back
+            return not reading
+        finally:
+            busy.clear()
 
     def real_path(path):
         # Where `path` leads, as the kernel resolves it (an O_PATH descriptor reads nothing).
@@ -177,13 +248,20 @@ def _install_audit_hook():
             close(fd)
 
     def audit(event, args):
+        if busy:  # the hook's own work (no code of the program runs meanwhile: it has one thread)
+            return
         if event in blocked or starts(event, "ctypes."):
             raise refusal(f"{event} is not allowed in the code sandbox")
         if event == "sys._getframe":
             raise bad_value("call stack is not available in the code sandbox")
         if event == "object.__getattr__" and args[1] in frame_attributes:
             raise refusal(f"{args[1]} is not available in the code sandbox")
-        if event == "open" and not busy and is_instance(args[0], text_types):
+        if type_of(args[0] if args else None) not in code_holders:
+            pass
+        elif ((event == "object.__getattr__" and args[1] in code_attributes and judges(args[0], args[1], True))
+              or (event == "object.__setattr__" and args[1] in rewiring and judges(args[0], args[1], False))):
+            raise refusal(f"{args[1]} of the test's functions is not available in the code sandbox")
+        if event == "open" and is_instance(args[0], text_types):
             path = real_path(args[0])
             if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
                 raise refusal("reading process memory is not allowed in the code sandbox")
@@ -195,10 +273,9 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
            max_value_bytes):
     """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
 
-    `genuine` holds the real objects for the test's builtin and module names (see `_genuine_names`);
-    `known_types` the classes that existed before the solution ran (see `plain_data.make_comparisons`);
-    `restore_modules` puts every module back as it was before the solution ran. `fds` are the child's ends of
-    its pipes: (result, nonce, stdin, stdout); stdout is None for assert tests, whose prints go to /dev/null.
+    `genuine`: the real objects for the test's builtin and module names (`_genuine_names`); `known_types`: the
+    classes that existed before the solution ran (`plain_data.make_comparisons`); `restore_modules` puts every
+    module back as it was then. `fds`: (result, nonce, stdin, stdout); stdout None for assert tests (/dev/null).
     """
     write, exit_, to_text, copy_dict = os.write, os._exit, str, dict
     # Only the streams as they are now: a program may replace sys.stdout with an object whose flush() is its own.
@@ -206,9 +283,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
     result_fd, unencodable, modules, module_type = _RESULT_FD, _Unencodable, sys.modules, type(sys)
     secret = _take_descriptors(fds)
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
-        signal.signal(number, signal.SIG_DFL)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    _default_signals_and_cpu_limit(cpu_seconds)
     _install_audit_hook()
     checks = [0]
 
@@ -237,6 +312,8 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
         return len(payload).to_bytes(4, "big") + payload
 
     compare, truth, value, trust = make_comparisons(set(known_types))
+    test_code = _bind_judge_functions(test_code, count_check, compare, truth, value, trust)
+    guarded_namespace, disable_collection = _guarded_namespace, gc.disable
     solution_module = module_type("solution")
     namespace = solution_module.__dict__
     namespace.update({"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins})
@@ -256,9 +333,10 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 modules["solution"] = solution_module
                 test_globals = copy_dict(namespace)
                 test_globals.update(genuine)
-                test_globals.update({"__name__": "__test__", "__trl_ext_check__": count_check,
-                                     "__trl_ext_compare__": compare, "__trl_ext_truth__": truth,
-                                     "__trl_ext_value__": value, "__trl_ext_trust_comparison__": trust})
+                test_globals["__name__"] = "__test__"
+            if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
+                test_globals, modules["solution"] = guarded_namespace(namespace, genuine, modules, module_type)
+                disable_collection()
             if kind == "value":
                 payload = dumps(encode(eval_(test_code, test_globals))).encode()
                 if len(payload) > max_value_bytes:
@@ -353,10 +431,8 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
 
         compare, truth, value, trust = make_comparisons(set(known_types), judge_side.OPAQUE_TYPES)
         test_globals = dict(genuine)
-        test_globals.update({"__name__": "__test__", "__builtins__": dict(builtins.__dict__),
-                             "__trl_ext_check__": count_check, "__trl_ext_compare__": compare,
-                             "__trl_ext_truth__": truth, "__trl_ext_value__": value,
-                             "__trl_ext_trust_comparison__": trust})
+        test_globals.update({"__name__": "__test__", "__builtins__": dict(builtins.__dict__)})
+        test_code = _bind_judge_functions(test_code, count_check, compare, truth, value, trust)
         judge_side.judge_test(judge_end, test_code, test_globals, limit)
         write(b"P" + secret + b":" + str(checks[0]).encode() + PASS_RECORD_END)
     except BaseException as error:  # noqa: BLE001 - what the test raised, or the program broke the protocol

@@ -1,0 +1,157 @@
+"""Faults of the judge, injected from outside as an operator or the kernel would: a fault of the judge never becomes
+a verdict. Right programs are judged while the sandbox's bubblewrap, its harness or a test process is killed, the
+harness is stopped (a hung server), or the trainer cannot write the sandbox's files (a full scratch space): no right
+program scores 0, and no verdict is lost (the program is judged again on a fresh sandbox; only a judge that fails
+twice gives None, with a warning naming the cause). Everything runs for real; the faults are real signals.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import threading
+import time
+
+import pytest
+from sandbox_helpers import ISOLATING_BACKENDS, backend_id
+
+from trl_ext.rewards.code import CodeReward
+from trl_ext.sandbox.testing import close_servers
+
+# A right program that takes a moment, so that the fault lands while it is being judged.
+SLOW_SQUARE = "import time\ndef square(x):\n    time.sleep(0.6)\n    return x * x\n"
+TESTS = ["assert square(3) == 9", "assert square(-2) == 4"]
+BACKENDS = [pytest.param(backend, id=backend_id(backend)) for backend in ISOLATING_BACKENDS]
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}```"
+
+
+def descendants() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process below this one."""
+    processes = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                processes[int(entry)] = (parent, cmdline.read().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, IndexError, ValueError):
+            continue
+    below, frontier = {}, [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, command) in processes.items():
+            if ppid == parent and pid not in below:
+                below[pid] = (ppid, command)
+                frontier.append(pid)
+    return below
+
+
+def harness_processes() -> dict[str, list[int]]:
+    """The sandbox's processes below this one, by role: bubblewrap, the harness, and the processes it forked
+    (which keep the harness's command line)."""
+    processes = descendants()
+    runs_harness = {pid for pid, (_, command) in processes.items()
+                    if "harness.py" in command and "bwrap" not in command.split(" ", 1)[0]}
+    roles = {"bwrap": [], "harness": [], "test": []}
+    for pid, (parent, command) in processes.items():
+        if "bwrap" in command.split(" ", 1)[0]:
+            roles["bwrap"].append(pid)
+        elif pid in runs_harness and parent not in runs_harness:
+            roles["harness"].append(pid)
+    roles["test"] = [pid for pid, (parent, _) in processes.items() if parent in roles["harness"]]
+    return roles
+
+
+def inject(role: str, sig: int, after: float, stop: threading.Event, count: list) -> None:
+    """Send `sig` to the first process of `role` seen after `after` seconds, once per program, until `stop`."""
+    time.sleep(after)
+    while not stop.is_set():
+        targets = harness_processes()[role]
+        if targets:
+            try:
+                os.kill(targets[0], sig)
+                count.append(targets[0])
+            except ProcessLookupError:
+                pass
+            return
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
+@pytest.mark.parametrize(
+    ("role", "sig"),
+    [("bwrap", signal.SIGKILL), ("harness", signal.SIGKILL), ("test", signal.SIGKILL)],
+    ids=["kill bubblewrap", "kill the harness", "kill a test process"],
+)
+def test_a_killed_judge_never_scores_a_right_program(backend, reuse, role, sig):
+    reward = CodeReward(timeout=3.0, memory_mb=256, isolation=backend, reuse_sandbox=reuse, num_workers=2)
+    try:
+        assert reward(completions=[fenced(SLOW_SQUARE)], tests=[TESTS]) == [1.0]  # servers started, warm
+        stop, hits = threading.Event(), []
+        killer = threading.Thread(target=inject, args=(role, sig, 0.3, stop, hits))
+        killer.start()
+        # Four distinct programs (the same program on the same tests would be judged once).
+        programs = [fenced(SLOW_SQUARE + f"# program {index}\n") for index in range(4)]
+        scores = reward(completions=programs, tests=[TESTS] * 4)
+        stop.set()
+        killer.join()
+    finally:
+        close_servers(reward.sandbox)
+    assert hits, f"no {role} process was found to kill"
+    assert scores == [1.0] * 4, f"after killing the {role} ({hits}): {scores}"
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
+def test_a_hung_harness_is_replaced(backend, reuse):
+    # SIGSTOP: the harness neither answers nor dies; past the run's deadline the program is judged elsewhere.
+    reward = CodeReward(timeout=1.0, memory_mb=256, isolation=backend, reuse_sandbox=reuse, num_workers=1)
+    try:
+        stop, hits = threading.Event(), []
+        stopper = threading.Thread(target=inject, args=("harness", signal.SIGSTOP, 0.2, stop, hits))
+        stopper.start()
+        scores = reward(completions=[fenced(SLOW_SQUARE)], tests=[TESTS])
+        stop.set()
+        stopper.join()
+    finally:
+        for pid in hits:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        close_servers(reward.sandbox)
+    assert hits and scores == [1.0]
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
+def test_a_judge_that_cannot_write_its_files_gives_none_with_the_cause(backend, reuse, caplog):
+    # The trainer cannot write the sandbox's files (as on a full disk: writes fail): never 0, never a crash.
+    import trl_ext.rewards.code as code_module
+    import trl_ext.sandbox.code_tests as code_tests
+
+    code_module._warned.clear()
+    code_tests._warned.clear()
+    reward = CodeReward(timeout=1.0, memory_mb=256, isolation=backend, reuse_sandbox=reuse, num_workers=1)
+    close_servers(reward.sandbox)
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    previous_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    try:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1, previous_limit[1]))
+        with caplog.at_level("WARNING"):
+            scores = reward(completions=[fenced("def square(x):\n    return x * x\n")], tests=[TESTS])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, previous_limit)
+        signal.signal(signal.SIGXFSZ, previous_handler)
+        close_servers(reward.sandbox)
+    assert scores == [None]
+    assert "the judge failed, not the program" in caplog.text and "could not start" in caplog.text

@@ -1,0 +1,96 @@
+"""Calls from a test into the program, when both share a process (inside the sandbox; standard library only).
+
+A test that must run in the program's own process (`harness`: it patches the program's modules, captures its
+output, imports installed packages) calls the program's functions. While a call runs, the program may rewrite
+anything the interpreter holds: a library's class (`contextlib.ExitStack.__exit__` returning True would swallow
+the test's next failed assertion), a module's function (`pandas.testing.assert_frame_equal`), or the test's own
+names (reached through `__globals__` of a test function). `guarded(function, context)` returns what the test
+calls instead: it takes a snapshot of every loaded module's namespace, every class those modules define, the
+test's namespace and classes, and `gc.callbacks`, calls the program, and puts all of it back when the call returns
+or raises. So a program's changes never outlive its call; the test's own changes (a `patch` it entered) are kept.
+
+Nothing here can be rewired by the program: the guard is a bound method whose state is a tuple (`MethodType`:
+neither can be changed), its functions look up no global or builtin name (the program may replace any), and
+the audit hook (`test_process`) refuses assignments to their `__code__`.
+"""
+
+import gc
+import types
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
+
+
+def context(modules, test_namespace):
+    """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple."""
+    return (modules, test_namespace, gc.callbacks, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
+            dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
+            type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, isinstance, type, getattr,
+            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError))
+
+
+def take_snapshot(bound):
+    """A function that puts back the namespaces, classes and `gc.callbacks` as they are now. Modules the call
+    loads stay loaded (and attributes of their packages, as importing them made them)."""
+    (modules, test_namespace, callbacks, _, heap, dict_, list_, items, values, clear, update, get, flags,
+     class_dict, set_attribute, delete_attribute, is_instance, type_, getattr_, split_last, proxy_get,
+     errors) = bound
+    saved_modules = dict_(modules)
+    namespaces, classes, packages = [(test_namespace, dict_(test_namespace))], [], {}
+    for name, module in list_(items(modules)):
+        namespace = getattr_(module, "__dict__", None)
+        if type_(namespace) is dict_:
+            namespaces.append((namespace, dict_(namespace)))
+            packages[name] = namespace
+    for _, snapshot in namespaces:
+        for value in values(snapshot):
+            if is_instance(value, type_) and flags(value) & heap:
+                classes.append((value, dict_(class_dict(value))))
+    saved_callbacks = list_(callbacks)
+
+    def restore():
+        update(modules, saved_modules)
+        for namespace, snapshot in namespaces:
+            clear(namespace)
+            update(namespace, snapshot)
+        for name in list_(modules):
+            if get(saved_modules, name) is None:
+                parent, dot, child = split_last(name, ".")
+                namespace = get(packages, parent) if dot else None
+                if namespace is not None and get(namespace, child) is None:
+                    namespace[child] = modules[name]
+        for cls, snapshot in classes:
+            current = class_dict(cls)
+            for name in list_(current):
+                if get(snapshot, name, restore) is restore:
+                    try:
+                        delete_attribute(cls, name)
+                    except errors:
+                        pass
+            for name, value in items(snapshot):
+                if proxy_get(current, name, restore) is not value:
+                    try:
+                        set_attribute(cls, name, value)
+                    except errors:
+                        pass
+        callbacks[:] = saved_callbacks
+
+    return restore
+
+
+def _guarded_call(state, *args, **kwargs):
+    function, snapshot, bound = state
+    restore = snapshot(bound)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        restore()
+        bound[3]()  # gc.disable: no collection runs a finalizer of the program inside the test's code
+
+
+def guarded(function, bound):
+    """`function` (the program's) as the test calls it: every call under a snapshot put back when it ends."""
+    return types.MethodType(_guarded_call, (function, take_snapshot, bound))
+
+
+# What the audit hook refuses to rewire (`__code__`).
+PROTECTED_FUNCTIONS = (take_snapshot, _guarded_call)
