@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 from red_team import ATTACKS, JUDGE, OTHER, STATE, TOLERATED, VERDICT
+from red_team_inside import CPP_PROGRAMS, CPP_RIGHT, STDIO_ROW
 from sandbox_helpers import ISOLATING_BACKENDS, backend_id
 
 from trl_ext.rewards.code import CodeReward
+from trl_ext.sandbox import cpp_compiler
 from trl_ext.sandbox.testing import close_servers
 
 TIMEOUT = 2.0  # per test: a right program touching 200 MB must finish on a loaded 2-core CI machine
@@ -108,7 +110,19 @@ def test_group_mates_in_one_batch(name, one_worker):
     assert scores[: len(before)] + scores[len(before) + 1 :] == [1.0] * (len(programs) - 1), scores
 
 
-@pytest.mark.parametrize("name", list(ATTACKS))
+def _distinct_rows() -> list[str]:
+    """One attack per distinct (right program, row, programs around it): the class from inside the test shares
+    a few rows among many attacks."""
+    seen, names = set(), []
+    for name, attack in ATTACKS.items():
+        key = repr((attack.right, attack.row, attack.before, attack.followers(), attack.wrong, attack.checks_nothing))
+        if key not in seen:
+            seen.add(key)
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", _distinct_rows())
 def test_the_row_can_be_passed(name, reward):
     # The right programs pass their rows without any attack before them: the 1.0s above are theirs to lose.
     attack = ATTACKS[name]
@@ -124,3 +138,24 @@ def test_the_row_can_be_passed(name, reward):
 def test_tolerance_still_applies_to_non_integer_tokens(name, reward):
     program, row = TOLERATED[name]
     assert score(reward, program, row) == 1.0
+
+
+# C++ forms of the attacks from inside the test (`red_team_inside.CPP_PROGRAMS`): a compiled program holds no
+# descriptor of its judge and its threads share nothing with it; each scores 0, and the right program after it 1.
+@pytest.fixture(scope="module")
+def cpp_reward(backend, reuse) -> CodeReward:
+    assert cpp_compiler() is not None, "g++ is needed for the C++ cases (apt-get install g++)"
+    reward = CodeReward(timeout=TIMEOUT, memory_mb=256, isolation=backend, reuse_sandbox=reuse, language="cpp",
+                        compile_timeout=20.0)
+    yield reward
+    close_servers(reward.sandbox)
+
+
+@pytest.mark.parametrize("name", list(CPP_PROGRAMS))
+def test_cpp_attack_from_inside_the_test_is_contained(name, cpp_reward):
+    def cpp_score(program: str) -> float | None:
+        completion = f"```cpp\n{program}```"
+        return cpp_reward(completions=[completion], **{key: [value] for key, value in STDIO_ROW.items()})[0]
+
+    assert cpp_score(CPP_PROGRAMS[name]) == 0.0
+    assert cpp_score(CPP_RIGHT) == 1.0

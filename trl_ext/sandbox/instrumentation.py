@@ -9,6 +9,8 @@ import sys
 from functools import lru_cache
 from typing import Any
 
+from .test_process import JUDGE_CONSTANT
+
 __all__ = ["CHECK_FUNCTION", "COMPARE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
            "VALUE_FUNCTION", "instrument_checks"]
 
@@ -22,7 +24,6 @@ TRUST_FUNCTION = "__trl_ext_trust_comparison__"
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION})
-JUDGE_CONSTANT = "\x00trl-ext judge:"
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()

@@ -238,7 +238,7 @@ def _kill_pid_namespace(namespace: str, timeout: float = 5.0) -> None:
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 try:
-                    if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    if os.readlink(f"/proc/{entry}/ns/pid") == namespace and not _is_zombie(entry):
                         found.append(int(entry))
                 except OSError:
                     pass
@@ -251,6 +251,12 @@ def _kill_pid_namespace(namespace: str, timeout: float = 5.0) -> None:
                 pass
         time.sleep(0.005)
     logger.warning("Processes of a sandbox run were still alive %.0f s after it was killed.", timeout)
+
+
+def _is_zombie(pid: str) -> bool:
+    """A process that has exited and waits to be reaped (an orphan's reaper may be slow): it runs nothing more."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
 
 
 def _kill_process_group(pgid: int) -> None:
