@@ -347,3 +347,22 @@ def test_interpreter_of_a_virtual_environment_under_tmp_is_visible(tmp_path):
     result = sandbox.run_python("main.py", files={"main.py": "import sys\nprint(sys.executable)"})
     assert result.ok, result.stderr
     assert result.stdout.decode().strip() == str(venv / "bin" / "python")
+
+
+def test_a_zombie_counts_as_gone_for_the_namespace_sweep():
+    # An orphan that exited waits for a reaper that may be slow (a container's init): it runs nothing, so the sweep
+    # after a run (`_kill_pid_namespace`) must not wait for it (a fresh sandbox as an ordinary user took 2 s).
+    from trl_ext.sandbox.processes import _is_zombie
+
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 5
+        while not _is_zombie(str(child)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _is_zombie(str(child))
+        assert not _is_zombie(str(os.getpid()))
+    finally:
+        os.waitpid(child, 0)
+
