@@ -568,9 +568,10 @@ class CodeReward(Reward):
         if report.isolation_unavailable:
             detail = next(o.detail for o in report.outcomes if o.status == "isolation_unavailable")
             _warn_once(
-                f"row {index} of the batch: the sandbox could not give the program namespaces of its own ({detail}), "
-                "so it was not run; such rows score None (cannot judge). The sandbox's bubblewrap must allow "
-                "`--cap-add CAP_SYS_ADMIN` (bubblewrap >= 0.4, in a user namespace or run by root)."
+                f"row {index} of the batch: the sandbox could not isolate the program ({detail}), so it was not run; "
+                "such rows score None (cannot judge). The sandbox's bubblewrap must allow `--cap-add CAP_SYS_ADMIN` "
+                "(bubblewrap >= 0.4, in a user namespace or run by root), and a test that shares the program's "
+                "process needs seccomp filters (Linux on x86_64 or aarch64)."
             )
             return None
         if report.checker_unusable:

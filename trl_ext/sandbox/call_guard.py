@@ -6,7 +6,8 @@ anything the interpreter holds: a library's class (`contextlib.ExitStack.__exit_
 the test's next failed assertion), a module's function (`pandas.testing.assert_frame_equal`), or the test's own
 names (reached through `__globals__` of a test function). `guarded(function, context)` returns what the test
 calls instead: it takes a snapshot of every loaded module's namespace, every class those modules define, the
-test's namespace and classes, and `gc.callbacks`, calls the program, and puts all of it back when the call returns
+test's namespace and classes, and the registries whose entries run code later (import finders and hooks,
+`gc.callbacks`), calls the program, and puts all of it back when the call returns
 or raises. So a program's changes never outlive its call; the test's own changes (a `patch` it entered) are kept.
 
 Nothing here can be rewired by the program: the guard is a bound method whose state is a tuple (`MethodType`:
@@ -22,18 +23,21 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 
 def context(modules, test_namespace):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple."""
-    return (modules, test_namespace, gc.callbacks, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
+    sys = modules["sys"]
+    registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
+    return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, isinstance, type, getattr,
-            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError))
+            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache)
 
 
 def take_snapshot(bound):
-    """A function that puts back the namespaces, classes and `gc.callbacks` as they are now. Modules the call
-    loads stay loaded (and attributes of their packages, as importing them made them)."""
-    (modules, test_namespace, callbacks, _, heap, dict_, list_, items, values, clear, update, get, flags,
+    """A function that puts back the namespaces, classes and registries (import finders and hooks, collector
+    callbacks) as they are now. Modules the call loads stay loaded (and attributes of their packages, as importing
+    them made them)."""
+    (modules, test_namespace, registries, _, heap, dict_, list_, items, values, clear, update, get, flags,
      class_dict, set_attribute, delete_attribute, is_instance, type_, getattr_, split_last, proxy_get,
-     errors) = bound
+     errors, importer_cache) = bound
     saved_modules = dict_(modules)
     namespaces, classes, packages = [(test_namespace, dict_(test_namespace))], [], {}
     for name, module in list_(items(modules)):
@@ -45,7 +49,8 @@ def take_snapshot(bound):
         for value in values(snapshot):
             if is_instance(value, type_) and flags(value) & heap:
                 classes.append((value, dict_(class_dict(value))))
-    saved_callbacks = list_(callbacks)
+    saved_registries = [(registry, list_(registry)) for registry in registries]
+    saved_importer_cache = dict_(importer_cache)
 
     def restore():
         update(modules, saved_modules)
@@ -72,7 +77,10 @@ def take_snapshot(bound):
                         set_attribute(cls, name, value)
                     except errors:
                         pass
-        callbacks[:] = saved_callbacks
+        for registry, entries in saved_registries:
+            registry[:] = entries
+        clear(importer_cache)
+        update(importer_cache, saved_importer_cache)
 
     return restore
 

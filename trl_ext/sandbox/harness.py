@@ -218,7 +218,9 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
                 test.run()  # the judge's process: it isolates the program itself
             if isolation:
                 program_isolation.run_isolated(test.run, failure_write, isolation["writable"], isolation["size"],
-                                               stdin_fd=stdin_fd if kind == "stdio" else None)
+                                               stdin_fd=stdin_fd if kind == "stdio" else None,
+                                               refuse_threads=one_thread.refuse_threads if test.one_thread else None)
+            test.refuse_threads_unisolated()
             test.run()
         finally:
             os._exit(70)
@@ -261,6 +263,18 @@ class _TestBody:
         self.kind, self.solution_code, self.test_code, self.plan = kind, solution_code, test_code, plan
         self.restore_modules, self.known_types, self.binary, self.fds = restore_modules, known_types, binary, fds
         self.cpu_seconds, self.failure_fd, self.apart = cpu_seconds, failure_fd, apart
+        self.one_thread = kind == "statement" and not apart and binary is None
+
+    def refuse_threads_unisolated(self):
+        """Without namespaces (the trusted-code backends), refuse threads here; a kernel that cannot is reported as
+        a failure of the isolation (the failure pipe closes with the program's other descriptors, `_child`)."""
+        if not self.one_thread:
+            return
+        try:
+            one_thread.refuse_threads()
+        except OSError as error:
+            os.write(self.failure_fd, program_isolation.ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
+            os._exit(71)
 
     def run(self):
         kind, test_code, plan = self.kind, self.test_code, self.plan
@@ -274,12 +288,6 @@ class _TestBody:
             genuine.update(_genuine_names(code))
         if plan.get("memory"):  # as the sandbox's limit; a reused sandbox allows its compiler more
             resource.setrlimit(resource.RLIMIT_AS, (plan["memory"], plan["memory"]))
-        if kind == "statement":
-            try:
-                one_thread.refuse_threads()
-            except OSError as error:  # fail closed: the test machinery would share the process with threads
-                _write_all(os.write, self.fds[0], f"Eload:cannot refuse threads here: {error}".encode()[:300])
-                os._exit(0)
         _child(kind, self.solution_code, test_code, genuine, self.restore_modules, self.known_types, self.fds,
                self.cpu_seconds, plan["max_value"])
 

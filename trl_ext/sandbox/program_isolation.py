@@ -192,12 +192,14 @@ def _init(program_pid):
             os._exit(_exit_code(status))  # and the kernel kills the rest of the namespace
 
 
-def run_isolated(body, failure_fd, writable, size, keep_working_directory=False, stdin_fd=None):
+def run_isolated(body, failure_fd, writable, size, keep_working_directory=False, stdin_fd=None, refuse_threads=None):
     """In a child the harness forked for one program: run `body()` (which never returns) in namespaces of its
     own, without capabilities, and exit as it did. Never returns. When the namespaces cannot be made, writes
     `ISOLATION_FAILED` and the reason on `failure_fd` and exits: no program runs without them. `failure_fd` is
     closed before the program starts, so a program cannot claim a failure of its own isolation. `stdin_fd`, a
-    descriptor of the test's input, is replaced by `/dev/stdin`, the file holding the same input."""
+    descriptor of the test's input, is replaced by `/dev/stdin`, the file holding the same input. `refuse_threads`
+    (`one_thread.refuse_threads`, for a test that shares the program's process) is installed here, so that a
+    kernel that cannot is a failure of the isolation, never the program's."""
     try:
         stdin = b""
         if stdin_fd is not None:
@@ -207,6 +209,8 @@ def run_isolated(body, failure_fd, writable, size, keep_working_directory=False,
             reopened = os.open("/dev/stdin", os.O_RDONLY)
             os.dup2(reopened, stdin_fd, inheritable=False)
             os.close(reopened)
+        if refuse_threads is not None:
+            refuse_threads()
     except OSError as error:
         try:
             os.write(failure_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])

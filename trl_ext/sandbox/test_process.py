@@ -6,14 +6,13 @@ a test process (a Python test, or a C++ binary with the test's input).
 
 import builtins
 import fcntl
+import gc
 import json
 import os
 import resource
 import signal
 import socket
 import sys
-
-import gc
 import types
 
 if __package__:
@@ -79,8 +78,15 @@ def _module_snapshot(drop_if_new=()):
     list_, prefixes = list, tuple(name + "." for name in drop_if_new)
     starts, dropped = str.startswith, frozenset(drop_if_new)
     split_last, get, set_item = str.rpartition, dict.get, dict.__setitem__
+    # Registries whose entries run code later (import finders and hooks, collector callbacks): their contents too.
+    registries = [(registry, list(registry)) for registry in (sys.meta_path, sys.path_hooks, gc.callbacks)]
+    importer_cache, saved_importer_cache = sys.path_importer_cache, dict(sys.path_importer_cache)
 
     def restore():  # no name lookups: the solution may have replaced any builtin
+        for registry, entries in registries:
+            registry[:] = entries
+        clear(importer_cache)
+        update(importer_cache, saved_importer_cache)
         for name in list_(modules):
             if name not in saved_modules and (name in dropped or starts(name, prefixes)):
                 pop(modules, name, None)
@@ -169,7 +175,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type):
     bound = call_guard.context(modules, test_globals)
     view = module_type("solution")
     for name, item in namespace.items():
-        if callable(item) and not isinstance(item, type) and not name.startswith("__"):
+        if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
             view.__dict__[name] = call_guard.guarded(item, bound)
             if name not in genuine:
                 test_globals[name] = view.__dict__[name]
