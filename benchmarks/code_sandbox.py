@@ -23,6 +23,7 @@ benchmark's own with `user.max_user_namespaces` lowered, as on hosts that disabl
 
     python benchmarks/code_sandbox.py --out benchmarks/results/code_sandbox.json
     python benchmarks/code_sandbox.py --quick
+    python benchmarks/code_sandbox.py --floor-only --batch 60 --out benchmarks/results/code_sandbox_floor.json
 """
 
 from __future__ import annotations
@@ -250,9 +251,17 @@ def main() -> None:
     parser.add_argument("--compile-timeout", type=float, default=4.0, help="compile timeout of the C++ table")
     parser.add_argument("--quick", action="store_true", help="batch 8, one repeat, no host coverage")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--floor-only", action="store_true", help="only the judge against a bare interpreter")
     args = parser.parse_args()
     if args.quick:
         args.batch, args.repeats = 8, 1
+    if args.floor_only:
+        floor = bare_interpreter_floor(args.batch, args.repeats)
+        print(f"One worker, `add` with three asserts: judged {floor['judged_programs_per_s']:.1f} programs/s, a bare "
+              f"`python -I -S -c` per program {floor['bare_python_programs_per_s']:.1f}/s: "
+              f"{floor['ratio_judged_to_bare']:.2f}x")
+        write_json(args.out, {"machine": machine_info(), "args": vars(args), "bare_interpreter_floor": floor})
+        return
     backends = [*isolating_backends(), "unshare", "none"]
     speed = [row for backend in backends for row in side_by_side(backend, "python", args.batch, args.workers, args.repeats)]
     if cpp_compiler() is not None:

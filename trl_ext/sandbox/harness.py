@@ -235,7 +235,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     buffers = {result_read: (result, (plan["max_value"] + 512) * count, "value_too_large")}
     if stdout_read is not None:
         buffers[stdout_read] = (output, max_output, "output_limit")
-    status, reason = _collect(pid, buffers, timeout, kind)
+    status, reason = _collect(pid, buffers, timeout, kind, count)
     _end_test_process(pid, plan)
     if status is None:
         _, status = os.waitpid(pid, 0)
@@ -292,7 +292,7 @@ class _TestBody:
                self.cpu_seconds, plan["max_value"])
 
 
-def _collect(pid, buffers, timeout, kind):
+def _collect(pid, buffers, timeout, kind, count=1):
     """Read the test process's pipes (`buffers`: fd -> (buffer, limit, reason past the limit)) until they close,
     the deadline passes (kind "values": each answered test starts the next one's timeout) or a limit is exceeded;
     `(wait status or None, reason or None)`."""
@@ -323,6 +323,8 @@ def _collect(pid, buffers, timeout, kind):
                 del buffer[limit:]
                 reason = overflow_reason
         answered = len(_frames(result[1:])[0]) if result is not None and result.startswith(b"L") else 0
+        if answered >= count:  # every value came: the process is killed, not waited for
+            return status, None
         if answered > reported:  # a test answered: the next one's timeout starts now
             reported, deadline = answered, time.monotonic() + timeout
         if reason:
@@ -455,6 +457,7 @@ def _refuse_signal_handlers():
 
 
 def main(argv):
+    program_isolation.remember_mount_points()
     if argv[1:] == ["--serve"]:
         return _serve(argv[0])
     plan_path, solution_path = argv[1], argv[2]
@@ -493,9 +496,11 @@ def _serve(script):
 
             traceback.print_exc()
         finally:
-            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]), _reap)
+            # The answer first: the sandbox is emptied while the trainer reads it, and the next request is read
+            # only once it is empty.
             report.write(b'{"done": true}\n')
             report.flush()
+            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]), _reap)
 
 
 def _remove_own_files(script):

@@ -78,8 +78,20 @@ def available():
     return False
 
 
+_MOUNT_POINTS = []  # the harness's, read once (`remember_mount_points`): nothing mounts in its namespace later
+
+
+def remember_mount_points():
+    """Read the mount table once, in the harness, for every test process it forks (`_mount_points`)."""
+    _MOUNT_POINTS[:] = _read_mount_points()
+
+
 def _mount_points():
-    """Every mount point this process sees (none without /proc)."""
+    """Every mount point this process sees (none without /proc): the harness's, read once when remembered."""
+    return set(_MOUNT_POINTS) if _MOUNT_POINTS else _read_mount_points()
+
+
+def _read_mount_points():
     try:
         with open("/proc/self/mountinfo", encoding="utf-8") as file:
             return {line.split()[4].encode().decode("unicode_escape") for line in file if len(line.split()) > 4}
