@@ -547,8 +547,7 @@ class CodeReward(Reward):
         return scores
 
     def _score_row(self, index: int, report: CodeTestReport) -> float | None:
-        if report.checks_nothing:
-            # Fail closed: a test that checks nothing would pass any program. Read from the test alone.
+        if report.checks_nothing:  # fail closed: it would pass any program (read from the test alone)
             which = [i for i, outcome in enumerate(report.outcomes) if outcome.status == "no_check"]
             _warn_once(
                 f"row {index} of the batch: test(s) {which} check nothing (no assert, no assertion method, no raise "
@@ -559,11 +558,9 @@ class CodeReward(Reward):
             )
             return None
         if report.judge_failed is not None:
-            _warn_once(
-                f"row {index} of the batch: the judge failed, not the program ({report.judge_failed}), on a fresh "
-                "sandbox too; such rows score None (cannot judge). Check the machine: free space in the temporary "
-                "directory, memory (the OOM killer), processes killed from outside, `trl-ext sandbox`."
-            )
+            _warn_once(f"row {index} of the batch: the judge failed, not the program ({report.judge_failed}), on a "
+                       "fresh sandbox too; such rows score None (cannot judge). Check the machine: free space in the "
+                       "temporary directory, memory (the OOM killer), processes killed from outside, `trl-ext sandbox`.")
             return None
         if report.isolation_unavailable:
             detail = next(o.detail for o in report.outcomes if o.status == "isolation_unavailable")

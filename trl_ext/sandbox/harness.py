@@ -22,7 +22,10 @@ What decides a test, by kind (the trainer builds the plan, see `trl_ext.sandbox.
   in a process of the judge's that calls the program over a socket (`judge_side`): the counter, comparisons and
   record are out of the program's reach. A test that needs the program's own process (it patches modules,
   captures output, shares files, imports installed packages) runs there instead, guarded by an audit hook and
-  by the absence of `/proc`, its pass record carrying a nonce read before the program ran (`test_process`).
+  by the absence of `/proc`, with no second thread (`one_thread`), the harness's functions bound as constants of
+  the test's code, and every call into the program under `call_guard`; its pass record carries a nonce read
+  before the program ran (`test_process`). Whether a test can check anything at all is decided by the trainer
+  from the test's source (`check_sites`), never from what a program made it do.
 
 Before a test runs, the test process puts every loaded module, and every class defined in one, back as it was
 before the program ran, and gives the test the genuine builtins and modules for the names it uses (a program that
@@ -50,8 +53,8 @@ import warnings
 if __package__:  # imported by the trainer (`trl_ext.sandbox.harness`)
     from . import one_thread, program_isolation
     from .plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401 - decode_value: API
-    from .test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
-                               _names_in)
+    from .test_process import _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot, _names_in
+    from .test_records import _exec_record, _frames, _record, _value_records
 else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_MODULES`)
     # Numerical libraries start no thread pool of their own: a test process running the program allows one thread.
     for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -61,12 +64,12 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
     import one_thread
     import program_isolation
     from plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401
-    from test_process import (PASS_RECORD_END, _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot,
-                              _names_in)
+    from test_process import _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot, _names_in
+    from test_records import _exec_record, _frames, _record, _value_records
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
 HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
-                   "one_thread.py", "call_guard.py")
+                   "one_thread.py", "call_guard.py", "test_records.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(
@@ -361,72 +364,6 @@ def _isolation_failure(failure_read, failure_write):
     if not data.startswith(program_isolation.ISOLATION_FAILED):
         return None
     return data[1:].decode(errors="replace")
-
-
-def _frames(data):
-    """The complete length-prefixed frames at the start of `data`, and what follows them."""
-    frames = []
-    while len(data) >= 4 and len(data) >= 4 + int.from_bytes(data[:4], "big"):
-        size = int.from_bytes(data[:4], "big")
-        frames.append(bytes(data[4:4 + size]))
-        data = data[4 + size:]
-    return frames, data
-
-
-def _value_records(result, status, reason, count):
-    """One record per value test of a batch: each answered test's, the one that was running when the process
-    ended (timeout, killed...), and None for those after it (the harness runs them again, each alone)."""
-    if not result.startswith(b"L"):
-        return [_record("value", result, b"", status, reason, b"")] + [None] * (count - 1)
-    frames, rest = _frames(result[1:])
-    records = [_record("value", b"L" + frame, b"", 0, None, b"") for frame in frames[:count]]
-    if len(records) < count:
-        # Killed by a signal: said so (SIGKILL from outside is the judge's fault, see `testing._judged_run`).
-        killed = status is not None and os.WIFSIGNALED(status)
-        records.append(_record("value", b"L" + rest, b"", status, reason or (None if killed else "exited_early"), b""))
-    return records + [None] * (count - len(records))
-
-
-def _exec_record(output, status, reason):
-    if reason is not None:
-        return {"loaded": True, "status": "failed", "reason": reason}
-    if os.WIFSIGNALED(status):
-        return {"loaded": True, "status": "failed", "reason": "killed", "signal": os.WTERMSIG(status)}
-    if os.WEXITSTATUS(status) != 0:
-        return {"loaded": True, "status": "failed", "reason": "error", "error": f"exit status {os.WEXITSTATUS(status)}"}
-    return {"loaded": True, "status": "output", "stdout": output.decode(errors="replace")}
-
-
-def _record(kind, result, output, status, reason, nonce):
-    loaded = result.startswith(b"L")
-    body = result[1:] if loaded else result
-    record = {"loaded": loaded or kind == "stdio"}
-    if reason is not None:
-        record.update(status="failed", reason=reason)
-    elif body.startswith(b"E"):
-        stage, _, message = body[1:].decode(errors="replace").partition(":")
-        record.update(status="failed", reason="error", error=message.strip())
-        record["loaded"] = stage != "load"
-    elif body.startswith(b"U"):
-        record.update(status="failed", reason="unencodable", error=body[1:].decode(errors="replace"))
-    elif kind == "value" and body.startswith(b"V"):
-        record.update(status="value", value=body[1:].decode(errors="replace"))
-    elif kind == "statement" and body.startswith(b"P"):
-        secret, _, count = body[1:].partition(b":")
-        count, end = count[:-len(PASS_RECORD_END)], count[-len(PASS_RECORD_END):]
-        if secret != nonce or not count.isdigit() or end != PASS_RECORD_END:
-            record.update(status="failed", reason="bad_nonce")
-        elif int(count) == 0:
-            record.update(status="no_check")
-        else:
-            record.update(status="passed", checks=int(count))
-    elif kind == "stdio" and body == b"D":
-        record.update(status="output", stdout=output.decode(errors="replace"))
-    elif os.WIFSIGNALED(status):
-        record.update(status="failed", reason="killed", signal=os.WTERMSIG(status))
-    else:
-        record.update(status="failed", reason="exited", code=os.WEXITSTATUS(status))
-    return record
 
 
 def _make_undumpable():
