@@ -1,0 +1,88 @@
+"""unittest tests that share the program's process (a mock makes them), run by the harness's own runner and
+assertion methods: every assertion form a BigCodeBench-style test uses passes a right program and fails a wrong
+one, with fixtures, cleanups, `subTest`, `patch` decorators and context managers, and `assertRaises` as a context
+and as a call. Programs really run in the sandbox; nothing is mocked but what the rows' tests mock themselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trl_ext.rewards.code import CodeReward
+from trl_ext.sandbox.testing import close_servers
+
+HEADER = (
+    "import unittest\nfrom unittest.mock import patch, MagicMock\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    @classmethod\n    def setUpClass(cls):\n        cls.shared = [1, 2]\n"
+    "    def setUp(self):\n        self.values = [3, 1, 2]\n        self.addCleanup(self.values.clear)\n"
+)
+# One test method per assertion form; `random.randint` is patched so the test runs in the program's process.
+CHECKS = {
+    "assertEqual": "self.assertEqual(task_func(self.values), [1, 2, 3])",
+    "assertNotEqual": "self.assertNotEqual(task_func(self.values), [3, 1, 2])",
+    "assertListEqual": "self.assertListEqual(task_func(self.values), [1, 2, 3])",
+    "assertIn": "self.assertIn(2, task_func(self.values))",
+    "assertNotIn": "self.assertNotIn(5, task_func(self.values))",
+    "assertTrue": "self.assertTrue(task_func(self.values)[0] == 1)",
+    "assertFalse": "self.assertFalse(task_func(self.values)[0] == 3)",
+    "assertGreater": "self.assertGreater(task_func(self.values)[2], 2)",
+    "assertLessEqual": "self.assertLessEqual(task_func(self.values)[0], 1)",
+    "assertAlmostEqual": "self.assertAlmostEqual(sum(task_func(self.values)) / 3, 2.0000001, places=5)",
+    "assertAlmostEqual delta": "self.assertAlmostEqual(task_func(self.values)[1], 2.4, delta=0.5)",
+    "assertCountEqual": "self.assertCountEqual(task_func(self.values), [3, 2, 1])",
+    "assertIsNone": "self.assertIsNone(task_func(None))",
+    "assertIsNotNone": "self.assertIsNotNone(task_func(self.values))",
+    "assertIsInstance": "self.assertIsInstance(task_func(self.values), list)",
+    "assertRaises as a context": "with self.assertRaises(TypeError) as caught:\n            task_func(5)\n"
+                                 "        self.assertIn('sequence', str(caught.exception))",
+    "assertRaises as a call": "self.assertRaises(TypeError, task_func, 5)",
+    "assertRaisesRegex": "with self.assertRaisesRegex(TypeError, 'seq'):\n            task_func(5)",
+    "subTest": "for size in (1, 2, 3):\n            with self.subTest(size=size):\n"
+               "                self.assertEqual(len(task_func(self.values[:size])), size)",
+    "a mock the program calls": "with patch('random.shuffle') as shuffled:\n            task_func(self.values)\n"
+                                "        shuffled.assert_not_called()",
+    "setUpClass fixture": "self.assertEqual(task_func(self.shared), self.shared)",
+}
+RIGHT = (
+    "import random\n"
+    "def task_func(values):\n"
+    "    if values is None:\n        return None\n"
+    "    if not isinstance(values, list):\n        raise TypeError('a sequence is needed')\n"
+    "    return sorted(values)\n"
+)
+WRONG = {
+    "unsorted": "def task_func(values):\n    return None if values is None else list(values)\n",
+    "reversed": "def task_func(values):\n    return None if values is None else sorted(values, reverse=True)\n",
+    "no error": "def task_func(values):\n    return [] if values is None else sorted(values) if isinstance(values, list) "
+                "else []\n",
+}
+
+
+def row(check: str) -> dict:
+    method = "    @patch('random.randint', return_value=4)\n    def test_form(self, mocked):\n        " + check + "\n"
+    return {"test": HEADER + method}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["fresh", "reused"])
+def reward(request) -> CodeReward:
+    reward = CodeReward(timeout=4.0, memory_mb=256, reuse_sandbox=request.param)
+    yield reward
+    close_servers(reward.sandbox)
+
+
+def score(reward: CodeReward, program: str, check: str) -> float | None:
+    return reward(completions=[f"```python\n{program}```"], **{k: [v] for k, v in row(check).items()})[0]
+
+
+@pytest.mark.parametrize("form", list(CHECKS))
+def test_a_right_program_passes_every_assertion_form(reward, form):
+    assert score(reward, RIGHT, CHECKS[form]) == 1.0
+
+
+def test_wrong_programs_fail_the_forms_that_tell_them_apart(reward):
+    failed = {name: [form for form, check in CHECKS.items() if score(reward, program, check) == 0.0]
+              for name, program in WRONG.items()}
+    assert {"assertEqual", "assertListEqual", "assertCountEqual"} - set(failed["unsorted"]) == {"assertCountEqual"}
+    assert {"assertEqual", "assertTrue", "assertFalse", "assertLessEqual"} <= set(failed["reversed"])
+    assert {"assertRaises as a context", "assertRaises as a call", "assertRaisesRegex"} <= set(failed["no error"])
