@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from .processes import (
     _JOIN_CGROUPS,
@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 __all__ = ["SandboxServer"]
 
 
+class _Launcher(Protocol):
+    """What a server needs of its `Sandbox` (`core.Sandbox`, which starts it; not imported here: it imports us)."""
+
+    isolation: str
+
+    def _command(self, argv, workdir, limits, run_id, interactive, harness): ...
+
+
 class SandboxServer:
     """A sandbox run that stays up: one bubblewrap (or other backend) process tree, with the same namespaces,
     mounts, rlimits and cgroups as `Sandbox.run_python`, whose Python script answers requests line by line.
@@ -41,7 +49,7 @@ class SandboxServer:
     _DONE = b'{"done": true}'
 
     def __init__(
-        self, sandbox: Any, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits,
+        self, sandbox: _Launcher, argv: list[str], files: Mapping[str, str | bytes], limits: SandboxLimits,
         harness: bool = False,
     ):
         self.sandbox, self.limits, self.run_id = sandbox, limits, secrets.token_hex(8)
