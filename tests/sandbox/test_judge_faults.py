@@ -155,3 +155,40 @@ def test_a_judge_that_cannot_write_its_files_gives_none_with_the_cause(backend, 
         close_servers(reward.sandbox)
     assert scores == [None]
     assert "the judge failed, not the program" in caplog.text and "could not start" in caplog.text
+
+
+# A checker that takes a moment (a sleep before its verdict), so that its sandbox run can be killed meanwhile.
+SLOW_CHECKER = (
+    "import sys, time\ntime.sleep(0.5)\nn = int(open(sys.argv[1]).read())\n"
+    "got = open(sys.argv[3]).read().split()\nsys.exit(0 if len(got) == 2 and sum(map(int, got)) == n else 1)\n"
+)
+
+
+def test_a_killed_checker_run_never_scores_a_right_program(backend):
+    # The checker's own sandbox run (a fresh one, `runner.py`) dies: it is run again, never scored as a rejection.
+    reward = CodeReward(timeout=3.0, memory_mb=256, isolation=backend, checker_column="checker", num_workers=1)
+    tests = [{"input": "5", "output": "1 4"}]
+    stop, hits = threading.Event(), []
+
+    def kill_runner():
+        while not stop.is_set() and not hits:
+            for pid, (_, command) in descendants().items():
+                if "runner.py" in command and "bwrap" not in command.split(" ", 1)[0]:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        hits.append(pid)
+                    except ProcessLookupError:
+                        pass
+                    break
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_runner)
+    killer.start()
+    try:
+        scores = reward(completions=[fenced("n = int(input())\nprint(2, n - 2)\n")], tests=[tests],
+                        checker=[SLOW_CHECKER])
+    finally:
+        stop.set()
+        killer.join()
+        close_servers(reward.sandbox)
+    assert hits and scores == [1.0]

@@ -191,8 +191,12 @@ def run_code_tests(
         if outputs:
             verdicts = _run_checker(checker, tests, outputs, sandbox=sandbox, timeout=timeout,
                                     compile_timeout=compile_timeout, compile_memory=compile_memory)
+            missing = {i: output for i, output in outputs.items() if i not in verdicts}
+            if missing:  # the checker's own sandbox run failed (the judge's fault): once more, then "cannot judge"
+                verdicts.update(_run_checker(checker, tests, missing, sandbox=sandbox, timeout=timeout,
+                                             compile_timeout=compile_timeout, compile_memory=compile_memory))
             for i in outputs:
-                outcomes[i] = verdicts.get(i, TestOutcome(False, "checker_failed", "the checker gave no verdict"))
+                outcomes[i] = verdicts.get(i, TestOutcome(False, "judge_failed", "the checker's run gave no verdict"))
     return CodeTestReport(
         outcomes=tuple(outcomes),
         isolation=sandbox.isolation,
