@@ -16,6 +16,7 @@ the audit hook (`test_process`) refuses assignments to their `__code__`.
 """
 
 import gc
+import sys
 import types
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
@@ -23,7 +24,6 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 
 def context(modules, test_namespace):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple."""
-    sys = modules["sys"]
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,

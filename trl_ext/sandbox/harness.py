@@ -238,7 +238,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     buffers = {result_read: (result, (plan["max_value"] + 512) * count, "value_too_large")}
     if stdout_read is not None:
         buffers[stdout_read] = (output, max_output, "output_limit")
-    status, reason = _collect(pid, buffers, timeout, kind, count)
+    status, reason = _collect(pid, buffers, timeout, result if kind == "values" else None, count)
     _end_test_process(pid, plan)
     if status is None:
         _, status = os.waitpid(pid, 0)
@@ -295,12 +295,12 @@ class _TestBody:
                self.cpu_seconds, plan["max_value"])
 
 
-def _collect(pid, buffers, timeout, kind, count=1):
+def _collect(pid, buffers, timeout, frames=None, count=1):
     """Read the test process's pipes (`buffers`: fd -> (buffer, limit, reason past the limit)) until they close,
-    the deadline passes (kind "values": each answered test starts the next one's timeout) or a limit is exceeded;
-    `(wait status or None, reason or None)`."""
+    the deadline passes or a limit is exceeded; `(wait status or None, reason or None)`. With `frames` (the result
+    buffer of a batch of value tests), each answered test starts the next one's timeout, and the last one ends it."""
     open_fds = set(buffers)
-    result = buffers[min(buffers)][0] if kind == "values" else None
+    result = frames
     deadline = time.monotonic() + timeout
     status = exited_at = reason = None
     reported = 0

@@ -79,18 +79,15 @@ def __trl_ext_run_unittest__(class_name, method_name):
                 raise AssertionError(f"{str(value)!r} does not match {self.pattern!r}")
             self.exception = value
             return True
+    def raised(context, args, kwargs):  # a context manager, or the call `args[0](*args[1:], **kwargs)` in one
+        if not args:
+            return context
+        with context:
+            args[0](*args[1:], **kwargs)
     def raises(expected, *args, **kwargs):
-        context = Raises(expected)
-        if not args:
-            return context
-        with context:
-            args[0](*args[1:], **kwargs)
+        return raised(Raises(expected), args, kwargs)
     def raises_matching(expected, pattern, *args, **kwargs):
-        context = Raises(expected, pattern)
-        if not args:
-            return context
-        with context:
-            args[0](*args[1:], **kwargs)
+        return raised(Raises(expected, pattern), args, kwargs)
     def fail(msg=None):
         raise AssertionError(msg or "the test failed")
     equal = compared("==")
