@@ -149,6 +149,31 @@ def test_a_program_cannot_keep_the_host_busy_after_its_run(python_reward):
     assert time.monotonic() - started < MARGIN
 
 
+FORKS_TWENTY = (  # twenty processes alive at once, within the 32 a run may have
+    "import os\n"
+    "def square(x):\n"
+    "    hold, release = os.pipe()\n"
+    "    children = []\n"
+    "    for _ in range(20):\n"
+    "        child = os.fork()\n"
+    "        if child == 0:\n            os.close(release)\n            os.read(hold, 1)\n            os._exit(0)\n"
+    "        children.append(child)\n"
+    "    os.close(release)\n"
+    "    for child in children:\n        os.waitpid(child, 0)\n"
+    "    return x * x\n"
+)
+
+
+def test_a_fork_bombs_processes_never_count_against_the_next_program(python_reward):
+    # The harness waits for every process of the last program to be gone before the next starts: a right program
+    # that forks within its own limit passes after a fork bomb, and no fork of the judge is refused.
+    program, tests = python_cases(0)["fork bomb"]
+    for _ in range(8):
+        python_reward.evaluate(fenced(program), tests)
+        report = python_reward.evaluate(fenced(FORKS_TWENTY), SQUARE_TEST)
+        assert report.fraction_passed == 1.0, report
+
+
 @pytest.mark.parametrize("name", list(LAZY_TESTS))
 def test_a_test_that_runs_no_check_never_passes(name, python_reward, caplog):
     # The right program, so only the test is at fault: the row cannot be judged (None), with a warning.

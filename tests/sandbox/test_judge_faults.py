@@ -192,3 +192,29 @@ def test_a_killed_checker_run_never_scores_a_right_program(backend):
         killer.join()
         close_servers(reward.sandbox)
     assert hits and scores == [1.0]
+
+
+def test_a_fork_the_kernel_refuses_the_judge_is_a_fault_of_the_judge(monkeypatch):
+    # Before the program starts, a process of the judge that cannot be forked (no process left to this user)
+    # is reported on the failure pipe as the judge's fault (the harness then has the program judged again),
+    # never left to look like the program's exit.
+    from trl_ext.sandbox import program_isolation
+
+    monkeypatch.setattr(program_isolation, "_FORK_RETRY_SECONDS", 0.05)
+    failure_read, failure_write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(failure_read)
+            if os.getuid() == 0:
+                os.setuid(65534)  # root is never refused for RLIMIT_NPROC
+            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+            program_isolation.fork_for_judge(failure_write)
+        finally:
+            os._exit(0)  # reached only if the fork succeeded (in both processes)
+    os.close(failure_write)
+    _, status = os.waitpid(child, 0)
+    reported = os.read(failure_read, 512)
+    os.close(failure_read)
+    assert os.WEXITSTATUS(status) == 72
+    assert reported.startswith(program_isolation.JUDGE_FAULT) and b"cannot fork" in reported

@@ -145,10 +145,11 @@ def _compile(spec, private_pids, isolation=None):
             pass
     if status is None:
         _, status = os.waitpid(pid, 0)
-    _reap()
+    _reap(until_none_left=_private_pid_namespace(private_pids))
     os.close(output_read)
     ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    isolation_failed = _isolation_failure(failure_read, failure_write) is not None
+    failure = _isolation_failure(failure_read, failure_write)
+    isolation_failed = failure is not None and failure[0] == "isolation_unavailable"
     return {
         "status": "ok" if ok else "compile_timeout" if timed_out else "isolation_unavailable" if isolation_failed
         else "compile_error",
@@ -174,14 +175,24 @@ def _private_pid_namespace(claimed):
     return claimed and os.getpid() in (1, 2)
 
 
-def _reap():
+def _reap(until_none_left=False):
+    """Collect ended children; the harness is the subreaper of its tests (`main`), so a test's orphans come here.
+    `until_none_left` (every other process of a private PID namespace was just killed): wait, for a while, until
+    all are gone, so that the next program starts with none of the last one's processes counted against its
+    limits (a fork bomb's dying processes would otherwise refuse its forks)."""
+    deadline = time.monotonic() + _REAP_SECONDS
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            return
+            if not until_none_left or time.monotonic() > deadline:
+                return
+            time.sleep(0.0005)
+
+
+_REAP_SECONDS = 2.0
 
 
 def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules, known_types=(), binary=None,
@@ -242,12 +253,13 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     _end_test_process(pid, plan)
     if status is None:
         _, status = os.waitpid(pid, 0)
-    _reap()
+    _reap(until_none_left=_private_pid_namespace(plan["private_pids"]))
     for fd in buffers:
         os.close(fd)
     failure = _isolation_failure(failure_read, failure_write)
     if failure is not None:
-        record = {"loaded": False, "status": "failed", "reason": "isolation_unavailable", "error": failure}
+        reason, error = failure
+        record = {"loaded": False, "status": "failed", "reason": reason, "error": error}
         return [record] * count if kind == "values" else record
     if binary is not None:
         return _exec_record(bytes(output), status, reason)
@@ -352,7 +364,8 @@ def _end_test_process(pid, plan):
 
 
 def _isolation_failure(failure_read, failure_write):
-    """The reason the namespaces could not be made, or None; closes the failure pipe (see `run_isolated`)."""
+    """`("isolation_unavailable" | "judge_fault", why)` when the namespaces could not be made or a process of the
+    judge could not start, or None; closes the failure pipe (see `run_isolated`)."""
     os.close(failure_write)
     os.set_blocking(failure_read, False)
     try:
@@ -361,9 +374,20 @@ def _isolation_failure(failure_read, failure_write):
         data = b""
     finally:
         os.close(failure_read)
-    if not data.startswith(program_isolation.ISOLATION_FAILED):
+    kinds = {program_isolation.ISOLATION_FAILED: "isolation_unavailable", program_isolation.JUDGE_FAULT: "judge_fault"}
+    if data[:1] not in kinds:
         return None
-    return data[1:].decode(errors="replace")
+    return kinds[data[:1]], data[1:].decode(errors="replace")
+
+
+def _become_subreaper():
+    # PR_SET_CHILD_SUBREAPER: orphans of a test are this process's to wait for (`_reap`), not the sandbox's init's.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
 
 
 def _make_undumpable():
@@ -395,6 +419,7 @@ def _refuse_signal_handlers():
 
 def main(argv):
     program_isolation.remember_mount_points()
+    _become_subreaper()
     if argv[1:] == ["--serve"]:
         return _serve(argv[0])
     plan_path, solution_path = argv[1], argv[2]
@@ -437,7 +462,8 @@ def _serve(script):
             # only once it is empty.
             report.write(b'{"done": true}\n')
             report.flush()
-            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]), _reap)
+            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]),
+                                                        lambda: _reap(until_none_left=True))
 
 
 def _remove_own_files(script):

@@ -40,6 +40,10 @@ _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 # Written by C on its failure pipe (which only C holds: closed before anything of the program starts) when the
 # namespaces cannot be made: the harness then reports the test as not judged (never run without them).
 ISOLATION_FAILED = b"X"
+# Written on the same pipe when a process of the judge could not be forked before the program started: a fault of
+# the judge, and the program is judged again (`testing._judged_run`), never scored for it.
+JUDGE_FAULT = b"F"
+_FORK_RETRY_SECONDS = 2.0
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -228,17 +232,18 @@ def run_isolated(body, failure_fd, writable, size, keep_working_directory=False,
             os.write(failure_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
         finally:
             os._exit(71)
-    os.close(failure_fd)
-    init = os.fork()
+    init = fork_for_judge(failure_fd)
     if init == 0:
         try:
-            program = os.fork()
+            program = fork_for_judge(failure_fd)
             if program == 0:
                 try:
                     _keyctl(1, 0)  # KEYCTL_JOIN_SESSION_KEYRING: a new, empty session keyring of its own
                     drop_capabilities()
-                except OSError:
-                    os._exit(71)  # never runs with a capability: the test fails
+                except OSError as error:  # never runs with a capability
+                    os.write(failure_fd, ISOLATION_FAILED + str(error).encode(errors="replace")[:200])
+                    os._exit(71)
+                os.close(failure_fd)
                 body()
                 os._exit(70)
             _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -249,6 +254,26 @@ def run_isolated(body, failure_fd, writable, size, keep_working_directory=False,
     _close_all_descriptors()
     _, status = os.waitpid(init, 0)
     _exit_as(_exit_code(status))
+
+
+def fork_for_judge(failure_fd):
+    """`os.fork()` for a process of the judge, before the program runs. A fork refused for lack of processes
+    (EAGAIN: the last program's processes are still being torn down) is tried again for a while; one that still
+    fails writes `JUDGE_FAULT` on `failure_fd` and exits, so that it is never taken for the program's failure."""
+    import time
+
+    deadline, pause = time.monotonic() + _FORK_RETRY_SECONDS, 0.001
+    while True:
+        try:
+            return os.fork()
+        except OSError as error:
+            if not isinstance(error, BlockingIOError) or time.monotonic() > deadline:
+                try:
+                    os.write(failure_fd, JUDGE_FAULT + f"cannot fork: {error}".encode()[:200])
+                finally:
+                    os._exit(72)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _keyctl(*arguments):

@@ -409,7 +409,7 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
     secret = os.read(fds[1], 64)
     os.close(fds[1])
     judge_end, program_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    program = os.fork()
+    program = program_isolation.fork_for_judge(failure_fd)
     if program == 0:
         try:
             judge_end.close()

@@ -329,6 +329,9 @@ def _harness_run(job: _HarnessJob, tests: Sequence[CodeTest]) -> _HarnessRun:
     elif not complete or len(records) < len(tests):
         fault = ("the sandbox timed out before its harness finished" if timed_out
                  else "the sandbox's harness ended before reporting every test")
+    elif any(record.get("reason") == "judge_fault" for record in records.values()):
+        fault = "a process of the judge could not start: " + next(
+            str(record.get("error"))[:300] for record in records.values() if record.get("reason") == "judge_fault")
     return _HarnessRun(records, compiled, stderr, timed_out, wall_time, run_id, fault)
 
 
