@@ -1,5 +1,5 @@
 """`trl-ext` command line: `plot` a run's curves, `eval` pass@k of a model, list the registered `rewards`, show
-which code `sandbox` backend this machine uses."""
+which code `sandbox` backend this machine uses, and `sandbox serve` the code judge to other machines."""
 
 from __future__ import annotations
 
@@ -98,6 +98,39 @@ def _sandbox(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    from .judge_service.app import ServeOptions, serve
+    from .judge_service.client import TOKEN_VARIABLE
+
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print("trl-ext sandbox serve needs its server stack: pip install 'trl-ext[serve]'", file=sys.stderr)
+        return 2
+
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as file:
+            token = file.read().strip()
+    else:
+        token = os.environ.get(TOKEN_VARIABLE, "").strip()
+    if len(token) < 16:
+        print(f"trl-ext sandbox serve needs a shared secret of at least 16 characters: set {TOKEN_VARIABLE} (e.g. "
+              f"`export {TOKEN_VARIABLE}=$(openssl rand -hex 32)`) or pass --token-file; clients send the same one.",
+              file=sys.stderr)
+        return 2
+    if args.workers < 1 or args.max_queue < 0:
+        print("--workers must be at least 1 and --max-queue at least 0.", file=sys.stderr)
+        return 2
+    options = ServeOptions(token=token, workers=args.workers, isolation=args.serve_isolation,
+                           max_queue=args.max_queue, max_request_bytes=int(args.max_request_mb * (1 << 20)),
+                           max_timeout=args.max_timeout, max_memory_mb=args.max_memory_mb)
+    serve(options, host=args.host, port=args.port)
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -191,6 +224,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--isolation", default="auto", choices=["auto", "bwrap", "unshare", "none"], help="Backend to check."
     )
     sandbox.set_defaults(handler=_sandbox)
+    serve = sandbox.add_subparsers(dest="sandbox_command").add_parser(
+        "serve", help="Serve the `code` reward's judge over HTTP to trainers on other machines "
+        "(`CodeReward(executor=URL)`); see docs/rewards/judge_servers.md.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: loopback only).")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--token-file", help="File holding the shared secret (default: $TRL_EXT_JUDGE_TOKEN).")
+    serve.add_argument("--workers", type=int, default=1, help="Programs judged at once (about one per core).")
+    serve.add_argument("--max-queue", type=int, default=64, help="Jobs that may wait beyond those (then 503).")
+    serve.add_argument("--max-request-mb", type=float, default=16.0, help="Largest request body (then 413).")
+    serve.add_argument("--max-timeout", type=float, default=60.0, help="Largest per-test timeout a job may ask.")
+    serve.add_argument("--max-memory-mb", type=int, default=4096, help="Largest memory_mb a job may ask.")
+    serve.add_argument("--isolation", dest="serve_isolation", default="auto", choices=["auto", "bwrap"],
+                       help="Sandbox backend (only isolating ones: the programs come from elsewhere).")
+    serve.set_defaults(handler=_serve)
 
     evaluate = commands.add_parser("eval", help="pass@k of a model on a dataset, scored by a registry reward.")
     evaluate.add_argument("--model", required=True, help="Hub name, local folder, or builtin:tiny-arithmetic.")

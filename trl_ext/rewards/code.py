@@ -17,16 +17,18 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
+import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from ..judge_service.client import JudgeServers, parse_executor
+from ..judge_service.protocol import REWARD_SETTINGS
 from ..sandbox import Sandbox, SandboxLimits
 from ..sandbox.cpp_headers import precompiled_headers_root
 from ..sandbox.testing import (
@@ -38,16 +40,15 @@ from ..sandbox.testing import (
     CodeTest,
     CodeTestReport,
     TestOutcome,
-    assert_test,
     cpp_compiler,
-    imported_modules,
     outputs_match,
     run_code_tests,
 )
 from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
 from .code_extraction import defines, extract_cpp_code, extract_python_code
+from .code_packages import needed_packages, packages_problem
 from .code_formats import (
-    FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, header_for, row_tests,
+    FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, format_problems, header_for, row_tests,
 )
 from .pool import default_num_workers
 from .registry import register_reward
@@ -66,16 +67,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# What a test may import without installed packages: the standard library, the program itself (KodCode's `from
-# solution import f`) and pytest, which KodCode's tests get a stand-in for (see `code_formats.kodcode`).
-_STANDARD_LIBRARY = frozenset(sys.stdlib_module_names) | {"solution", "pytest"}
-# Packages installed under another name than the one imported (BigCodeBench's tests import several).
-_DISTRIBUTIONS = {
-    "sklearn": "scikit-learn", "skimage": "scikit-image", "cv2": "opencv-python", "PIL": "pillow",
-    "bs4": "beautifulsoup4", "yaml": "pyyaml", "dateutil": "python-dateutil", "Crypto": "pycryptodome",
-    "docx": "python-docx", "dotenv": "python-dotenv",
-}
-
 # Names a `language_column` value may take, by language.
 _LANGUAGE_NAMES = {
     "python": "python", "py": "python", "python3": "python", "py3": "python",
@@ -87,12 +78,26 @@ _LANGUAGE_NAMES = {
 
 
 _warned: set[str] = set()
+_collecting = threading.local()
 
 
 def _warn_once(message: str) -> None:
+    collected = getattr(_collecting, "messages", None)
+    if collected is not None:  # a judge server: the warning goes back to the client too
+        collected.append(message)
     if message not in _warned:
         _warned.add(message)
         logger.warning("code reward: %s", message)
+
+
+@contextlib.contextmanager
+def collected_warnings():
+    """The warnings this thread's scoring gives while inside (`trl_ext.judge_service` returns them with a job)."""
+    _collecting.messages = messages = []
+    try:
+        yield messages
+    finally:
+        _collecting.messages = None
 
 
 def _cannot_judge(problem: str) -> None:
@@ -177,6 +182,14 @@ class CodeReward(Reward):
             every other process is killed and the sandbox's scratch directories and IPC objects are emptied.
             About 5x the runs per second of a fresh sandbox per program (`False`), at the same isolation from
             the host; see docs/rewards/code.md for what the two share and do not.
+        executor: Where programs are judged: "local" (default, this machine's sandbox), or judge servers
+            (`trl-ext sandbox serve`) on other machines: a URL, a comma-separated list or list of them, or a file
+            listing one per line. The batch is spread over them by load; a server that dies or hangs has its jobs
+            judged by another; a job no server could judge scores None with a warning. See
+            docs/rewards/judge_servers.md.
+        executor_token: The servers' shared secret (default: the TRL_EXT_JUDGE_TOKEN environment variable).
+        executor_timeout: Seconds a server may take for one program before it is taken for hung and the program
+            is sent to another server.
 
     A test that runs no check at all (a `check` function never called, a TestCase never run) would pass any
     program: such a row scores None ("cannot judge") with a warning naming the row, never 1.
@@ -210,7 +223,13 @@ class CodeReward(Reward):
         checker_order: str = "input expected actual",
         reuse_sandbox: bool = True,
         precompiled_headers: bool = True,
+        executor: str | Sequence[str] = "local",
+        executor_token: str | None = None,
+        executor_timeout: float = 300.0,
     ):
+        self.settings = {  # what a judge server needs to judge as this reward would (`trl_ext.judge_service`)
+            name: value for name, value in locals().items() if name in REWARD_SETTINGS
+        }
         if output_match is not None and output_match not in OUTPUT_MATCHES:
             raise ValueError(f"Reward 'code': output_match must be one of {OUTPUT_MATCHES}, got {output_match!r}.")
         if tests_format != "auto" and tests_format not in FORMATS:
@@ -232,7 +251,12 @@ class CodeReward(Reward):
             raise ValueError(f"Reward 'code': site_packages must be True, False or 'auto', got {site_packages!r}.")
         if not compile_timeout > 0:
             raise ValueError(f"Reward 'code': compile_timeout must be positive seconds, got {compile_timeout!r}.")
-        if (language == "cpp" or language_column is not None) and cpp_compiler() is None:
+        self.executor = executor
+        self._servers = None
+        if executor != "local":  # programs never run here: the servers check their own compiler and sandbox
+            self._servers = JudgeServers(parse_executor(executor), executor_token, job_timeout=executor_timeout)
+            self._servers.check()  # raises naming the servers when none answers or one refuses the token
+        if (language == "cpp" or language_column is not None) and cpp_compiler() is None and self._servers is None:
             which = "language='cpp'" if language == "cpp" else f"language_column={language_column!r}"
             raise RuntimeError(
                 f"Reward 'code' with {which} compiles C++ with `g++`, which is not installed: "
@@ -259,28 +283,31 @@ class CodeReward(Reward):
         self.compile_memory_mb = compile_memory_mb
         self.cpp_flags = tuple(cpp_flags)
         self.precompiled_headers = precompiled_headers
-        # The cache is made visible to the sandbox now: a sandbox that stays up keeps the mounts it started with.
-        read_only_paths = []
-        if precompiled_headers and cpp_compiler() is not None:
-            root = precompiled_headers_root()
-            try:
-                root.mkdir(parents=True, exist_ok=True)
-                read_only_paths.append(str(root))
-            except OSError as error:
-                logger.warning(
-                    "Reward 'code': C++ programs compile without precompiled headers (about 3x slower): cannot "
-                    "create %s (%s). Set TRL_EXT_PCH_DIR to a writable directory.", root, error.strerror or error
-                )
         self.site_packages = site_packages
         # Raises `SandboxUnavailableError` here, before training, when nothing can isolate the file system.
-        self.sandbox = Sandbox(
+        self.sandbox = None if self._servers is not None else Sandbox(
             SandboxLimits(memory=memory_mb << 20, max_processes=max_processes, max_output=max_output_bytes),
             isolation=isolation,
             site_packages=site_packages is True,
-            read_only_paths=read_only_paths,
+            read_only_paths=self._precompiled_headers_mount(),
         )
         # With site_packages="auto": the same sandbox, with installed packages, for the rows whose tests need them.
         self._site_sandbox: Sandbox | None = None
+
+    def _precompiled_headers_mount(self) -> list[str]:
+        # The cache is made visible to the sandbox now: a sandbox that stays up keeps the mounts it started with.
+        if not self.precompiled_headers or cpp_compiler() is None:
+            return []
+        root = precompiled_headers_root()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            logger.warning(
+                "Reward 'code': C++ programs compile without precompiled headers (about 3x slower): cannot "
+                "create %s (%s). Set TRL_EXT_PCH_DIR to a writable directory.", root, error.strerror or error
+            )
+            return []
+        return [str(root)]
 
     def __call__(self, prompts=None, completions=None, completion_ids=None, **columns) -> list[float | None]:
         # TRL passes the dataset's `prompt` column as `prompts`: a HumanEval row's prompt is the code a base
@@ -301,38 +328,7 @@ class CodeReward(Reward):
             if argument.endswith("_column") and argument != "tests_column" and isinstance(column, str)
             and column not in names
         ]
-        formats = f"the formats it reads: {sorted(FORMATS)} (see docs/rewards/code.md)"
-        if self.tests_format == "tests" or (self.tests_format == "auto" and self.tests_column in names):
-            if self.tests_column not in names:
-                problems.append(f"reads column {self.tests_column!r} (argument tests_column)")
-            return problems
-        if not rows:  # a stream: its rows are read when scoring
-            return problems
-        for index, row in enumerate(rows):
-            try:
-                if self.tests_format == "auto":
-                    found = candidate_formats(row, self.tests_column)
-                    if len(found) > 1:
-                        problems.append(f"row {index}'s columns fit several test formats {found}: pass "
-                                        "tests_format=<one of them> (in YAML: `code:tests_format=<format>`)")
-                        break
-                    if not found:
-                        continue
-                    row_tests(row, found[0], self.tests_column)
-                else:
-                    row_tests(row, self.tests_format, self.tests_column)
-                return problems
-            except TestsFormatError as error:
-                problems.append(f"row {index} cannot be read as {self.tests_format!r} tests: {error}")
-                break
-        else:
-            problems.append(
-                f"finds no test column in the first rows ({formats}, read from columns such as `tests`, `test` + "
-                "`entry_point`, `test_list`, `input_output`, `public_tests`, `public_test_cases`, "
-                "`verification_info`); add one, pass tests_format=<format>, or tests_column=<column> for a column "
-                "of asserts or stdin/stdout pairs"
-            )
-        return problems
+        return problems + format_problems(rows, names, self.tests_format, self.tests_column)
 
     # ------------------------------------------------------------------------------------------ one row
 
@@ -347,8 +343,22 @@ class CodeReward(Reward):
     ) -> CodeTestReport | None:
         """Per-test verdicts for one completion and one dataset row (column name -> value) in any format;
         `None` if the row's tests are unusable (with a warning)."""
+        if self._servers is not None:
+            settings = {**self.settings, "tests_format": tests_format or self.tests_format}
+            return self._servers.score([completion_text], [row], [language], settings, _warn_once)[0][1]
         job = self._job(completion_text, row, language, tests_format or self.tests_format, index)
         return None if job is None else self._evaluate(*job)
+
+    def score_row(
+        self, completion_text: str, row: Mapping[str, Any], language: str | None = None, index: int = 0,
+    ) -> tuple[float | None, CodeTestReport | None]:
+        """The score and verdicts of one completion on one row (the `index`-th of its batch), as a batch scores
+        it: what a judge server answers for one job (`trl_ext.judge_service`)."""
+        job = self._job(completion_text, row, language, self.tests_format, index)
+        if job is None:
+            return None, None
+        report = self._evaluate(*job)
+        return self._score_row(index, report), report
 
     def _job(self, text: str, row: Mapping[str, Any], language: Any, tests_format: str, index: int):
         """(program, tests, language, checker) for one row, or None (cannot judge, warned)."""
@@ -392,21 +402,14 @@ class CodeReward(Reward):
         """The sandbox a Python row runs in: with installed packages when its tests (or the header put before the
         program) import any (and may), or None (cannot judge, warned) when they cannot be offered."""
         try:
-            packages = sorted(imported_modules(tests) - _STANDARD_LIBRARY)
+            packages = needed_packages(tests)
         except SyntaxError as error:
             return _cannot_judge(f"row {index}: a test does not parse as Python ({error.msg}, line {error.lineno})")
         if not packages:
             return self.sandbox
-        if self.site_packages is False:
-            return _cannot_judge(
-                f"row {index}: its tests import {packages}, outside the standard library, and site_packages=False "
-                "keeps installed packages out of the sandbox: pass site_packages='auto' (the default) or True"
-            )
-        if self.sandbox.python == os.path.abspath(sys.executable):
-            missing = [name for name in packages if not _installed(name)]
-            if missing:
-                install = " ".join(_DISTRIBUTIONS.get(name, name) for name in missing)
-                return _cannot_judge(f"row {index}: its tests import {missing}, which is not installed: pip install {install}")
+        problem = packages_problem(packages, self.site_packages, self.sandbox.python == os.path.abspath(sys.executable))
+        if problem is not None:
+            return _cannot_judge(f"row {index}: {problem}")
         if self.site_packages is True:
             return self.sandbox
         if self._site_sandbox is None:
@@ -528,6 +531,8 @@ class CodeReward(Reward):
             )
         else:
             languages = [None] * len(texts)
+        if self._servers is not None:
+            return [score for score, _ in self._servers.score(texts, rows, languages, self.settings, _warn_once)]
         jobs: dict[tuple, tuple[tuple, list[int]]] = {}  # the same program on the same tests runs once
         for index, (text, row, row_language) in enumerate(zip(texts, rows, languages)):
             job = self._job(text, row, row_language, self.tests_format, index)
@@ -585,15 +590,6 @@ def _job_key(job: tuple) -> tuple:
     """What makes two jobs run the same: the program, its language, sandbox and checker, and every test's fields."""
     code, tests, language, checker, sandbox = job
     return code, language, id(sandbox), repr(checker), tuple(repr(vars(test)) for test in tests)
-
-
-@functools.lru_cache(maxsize=None)
-def _installed(module: str) -> bool:
-    """Whether this interpreter can import the top-level module `module` (found without importing it)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def _filled(value: Any) -> bool:

@@ -30,7 +30,7 @@ pickled test cases are read by parsing the pickle's opcodes, never by unpickling
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .apps import _apps_tests
@@ -55,6 +55,7 @@ __all__ = [
     "candidate_formats",
     "decode_livecodebench_tests",
     "detect_format",
+    "format_problems",
     "header_for",
     "pytest_tests",
     "row_tests",
@@ -89,3 +90,35 @@ def row_tests(row: Mapping[str, Any], tests_format: str, tests_column: str = "te
         raise TestsFormatError(f"format {tests_format!r} needs the column {error.args[0]!r}") from None
     except (TypeError, AttributeError) as error:
         raise TestsFormatError(f"format {tests_format!r}: the row's values have the wrong shape ({error})") from None
+
+
+def format_problems(
+    rows: Sequence[Mapping[str, Any]], column_names: set[str], tests_format: str, tests_column: str
+) -> list[str]:
+    """Why the `code` reward could not read tests in a dataset with these columns and first rows (empty when it
+    can): no format's columns, columns that fit several formats, or a first row its format cannot read."""
+    if tests_format == "tests" or (tests_format == "auto" and tests_column in column_names):
+        return [] if tests_column in column_names else [f"reads column {tests_column!r} (argument tests_column)"]
+    if not rows:  # a stream: its rows are read when scoring
+        return []
+    for index, row in enumerate(rows):
+        try:
+            if tests_format == "auto":
+                found = candidate_formats(row, tests_column)
+                if len(found) > 1:
+                    return [f"row {index}'s columns fit several test formats {found}: pass "
+                            "tests_format=<one of them> (in YAML: `code:tests_format=<format>`)"]
+                if not found:
+                    continue
+                row_tests(row, found[0], tests_column)
+            else:
+                row_tests(row, tests_format, tests_column)
+            return []
+        except TestsFormatError as error:
+            return [f"row {index} cannot be read as {tests_format!r} tests: {error}"]
+    return [
+        f"finds no test column in the first rows (the formats it reads: {sorted(FORMATS)}, see docs/rewards/code.md, "
+        "read from columns such as `tests`, `test` + `entry_point`, `test_list`, `input_output`, `public_tests`, "
+        "`public_test_cases`, `verification_info`); add one, pass tests_format=<format>, or tests_column=<column> "
+        "for a column of asserts or stdin/stdout pairs"
+    ]

@@ -1,0 +1,239 @@
+"""The `code` reward as a client of judge servers (`trl-ext sandbox serve`): `CodeReward(executor=...)`.
+
+A batch is spread over the servers by load: each job goes to the server with the fewest jobs in flight for its
+capacity, and no server is sent more than its capacity at once (the client waits instead: back-pressure). A job
+whose server dies, refuses the connection, answers 5xx or takes longer than `job_timeout` is sent to another
+server (that server rests for `cooldown` seconds); a server that is busy (503) is asked again after a pause. A job
+that no server could judge scores None with a warning naming each server and its error: never 0, never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..sandbox.testing import CodeTestReport
+from .protocol import job_payload, report_from_json
+
+__all__ = ["JudgeServers", "TOKEN_VARIABLE", "parse_executor"]
+
+TOKEN_VARIABLE = "TRL_EXT_JUDGE_TOKEN"
+_MAX_CLIENT_THREADS = 64
+
+
+def parse_executor(spec: str | Sequence[str]) -> list[str]:
+    """The servers' base URLs in `executor`: a URL, a comma-separated list of them, a list, or a file listing
+    one per line (blank lines and `#` comments ignored)."""
+    items = [spec] if isinstance(spec, str) else list(spec)
+    urls: list[str] = []
+    for item in items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if part.startswith(("http://", "https://")):
+                urls.append(part.rstrip("/"))
+            elif os.path.isfile(part):
+                with open(part, encoding="utf-8") as file:
+                    lines = [line.split("#", 1)[0].strip() for line in file]
+                urls.extend(parse_executor([line for line in lines if line]))
+            else:
+                raise ValueError(
+                    f"Reward 'code': executor {part!r} is neither 'local', an http(s):// URL of a judge server "
+                    "(`trl-ext sandbox serve`), nor a file listing such URLs."
+                )
+    if not urls:
+        raise ValueError("Reward 'code': executor names no judge server URL.")
+    return urls
+
+
+@dataclass
+class _Server:
+    url: str
+    capacity: int = 1
+    in_flight: int = 0
+    resting_until: float = 0.0
+    isolation: str = ""
+
+
+@dataclass
+class _Attempts:
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class JudgeServers:
+    """Judge servers at `urls`, reached with the shared secret `token` (default: `$TRL_EXT_JUDGE_TOKEN`)."""
+
+    def __init__(
+        self, urls: Sequence[str], token: str | None = None, *, job_timeout: float = 300.0, cooldown: float = 2.0,
+        connect_timeout: float = 5.0,
+    ):
+        import requests
+
+        self._requests = requests
+        self.servers = [_Server(url) for url in urls]
+        self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
+        if not self.token:
+            raise ValueError(
+                f"Reward 'code': judge servers need their shared secret: set {TOKEN_VARIABLE} (as for "
+                "`trl-ext sandbox serve`) or pass executor_token."
+            )
+        self.job_timeout, self.cooldown, self.connect_timeout = job_timeout, cooldown, connect_timeout
+        self._available = threading.Condition()
+        self._local = threading.local()
+
+    def __getstate__(self):  # a reward pickles with its settings; connections and locks start anew
+        state = {**self.__dict__, "servers": [_Server(s.url, s.capacity, isolation=s.isolation) for s in self.servers]}
+        for name in ("_requests", "_available", "_local"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state):
+        import requests
+
+        self.__dict__.update(state, _requests=requests, _available=threading.Condition(), _local=threading.local())
+
+    # ------------------------------------------------------------------------------------------ checks
+
+    def check(self) -> None:
+        """Ask every server who it is (with the token), before training: raises naming the servers when none
+        answers, or when one refuses the token."""
+        errors = {}
+        for server in self.servers:
+            try:
+                response = self._session().get(f"{server.url}/v1/info", headers=self._headers(),
+                                               timeout=self.connect_timeout)
+            except self._requests.RequestException as error:
+                errors[server.url] = _short(error)
+                continue
+            if response.status_code == 401:
+                raise ValueError(
+                    f"Reward 'code': the judge server {server.url} refuses the token: give the client the server's "
+                    f"{TOKEN_VARIABLE} (or executor_token)."
+                )
+            if response.status_code != 200:
+                errors[server.url] = f"HTTP {response.status_code}"
+                continue
+            info = response.json()
+            server.capacity, server.isolation = max(1, int(info.get("workers", 1))), str(info.get("isolation", ""))
+        if len(errors) == len(self.servers):
+            raise ConnectionError(
+                "Reward 'code': no judge server answers: " + "; ".join(f"{url}: {why}" for url, why in errors.items())
+                + ". Start them with `trl-ext sandbox serve` (see docs/rewards/judge_servers.md)."
+            )
+
+    # ------------------------------------------------------------------------------------------ a batch
+
+    def score(
+        self, texts: Sequence[str], rows: Sequence[Mapping[str, Any]], languages: Sequence[Any],
+        settings: Mapping[str, Any], warn: Callable[[str], None],
+    ) -> list[tuple[float | None, CodeTestReport | None]]:
+        """(score, report) per row, judged by the servers; the servers' warnings go to `warn`."""
+        jobs: dict[bytes, list[int]] = {}  # the same completion on the same row is judged once
+        for index, (text, row, language) in enumerate(zip(texts, rows, languages)):
+            jobs.setdefault(job_payload(text, row, language, 0, settings), []).append(index)
+        results: list[tuple[float | None, CodeTestReport | None]] = [(None, None)] * len(texts)
+        capacity = min(_MAX_CLIENT_THREADS, sum(server.capacity for server in self.servers))
+        with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs))), thread_name_prefix="judge-client") as pool:
+            bodies = [job_payload(texts[indices[0]], rows[indices[0]], languages[indices[0]], indices[0], settings)
+                      for indices in jobs.values()]
+            for indices, answer in zip(jobs.values(), pool.map(self._judge, bodies)):
+                if isinstance(answer, str):
+                    warn(f"row {indices[0]} of the batch: no judge server could judge it ({answer}); such rows "
+                         "score None (cannot judge). Check the servers (`curl <url>/health`) and their logs.")
+                    continue
+                for message in answer.get("warnings", []):
+                    warn(str(message))
+                result = (answer["score"], report_from_json(answer.get("report")))
+                for index in indices:
+                    results[index] = result
+        return results
+
+    def _judge(self, body: bytes) -> dict[str, Any] | str:
+        """The server's answer for one job, or why no server could give one."""
+        attempts = _Attempts()
+        deadline = time.monotonic() + self.job_timeout * (len(self.servers) + 1) + self.cooldown
+        while len(attempts.errors) < len(self.servers) + 1 and time.monotonic() < deadline:
+            server = self._take(attempts, deadline)
+            if server is None:
+                break
+            try:
+                response = self._session().post(
+                    f"{server.url}/v1/judge", data=body, headers=self._headers(),
+                    timeout=(self.connect_timeout, self.job_timeout),
+                )
+            except self._requests.RequestException as error:  # died, refused, hung past job_timeout
+                self._give_back(server, rest=True)
+                attempts.errors[_attempt_key(server, attempts)] = _short(error)
+                continue
+            if response.status_code == 503:  # busy or draining: ask again after a pause, elsewhere if possible
+                self._give_back(server, rest=False)
+                time.sleep(min(float(response.headers.get("Retry-After", "0.2") or 0.2), 1.0) * random.uniform(0.5, 1))
+                continue
+            self._give_back(server, rest=response.status_code >= 500)
+            if response.status_code == 200:
+                return response.json()
+            detail = _error_detail(response)
+            if response.status_code >= 500:
+                attempts.errors[_attempt_key(server, attempts)] = detail
+                continue
+            return f"{server.url}: {detail}"  # refused the job itself (4xx): another server would too
+        if not attempts.errors:
+            return "no server was available before the job's deadline"
+        return "; ".join(f"{url}: {why}" for url, why in attempts.errors.items())
+
+    def _take(self, attempts: _Attempts, deadline: float) -> _Server | None:
+        """The least loaded server with room, preferring those this job has not failed on; waits for room."""
+        with self._available:
+            while time.monotonic() < deadline:
+                now = time.monotonic()
+                ready = [s for s in self.servers if s.resting_until <= now and s.in_flight < s.capacity]
+                fresh = [s for s in ready if s.url not in attempts.errors] or ready
+                if fresh:
+                    server = min(fresh, key=lambda s: (s.in_flight / s.capacity, random.random()))
+                    server.in_flight += 1
+                    return server
+                waits = [s.resting_until - now for s in self.servers if s.resting_until > now]
+                self._available.wait(timeout=min([0.5, *waits]))
+        return None
+
+    def _give_back(self, server: _Server, rest: bool) -> None:
+        with self._available:
+            server.in_flight -= 1
+            if rest:
+                server.resting_until = time.monotonic() + self.cooldown
+            self._available.notify_all()
+
+    def _session(self):
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = self._requests.Session()
+        return session
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+
+
+def _attempt_key(server: _Server, attempts: _Attempts) -> str:
+    key, n = server.url, 2
+    while key in attempts.errors:
+        key, n = f"{server.url} (try {n})", n + 1
+    return key
+
+
+def _short(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:200]}"
+
+
+def _error_detail(response) -> str:
+    try:
+        return f"HTTP {response.status_code}: {json.loads(response.content).get('error', '')}"[:300]
+    except (ValueError, AttributeError):
+        return f"HTTP {response.status_code}"
