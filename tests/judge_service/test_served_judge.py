@@ -15,7 +15,7 @@ import time
 
 import pytest
 import requests
-from servers import TOKEN, environment, free_port, headers, judge_servers, start_server, stop
+from servers import TOKEN, environment, free_port, headers, judge_servers, log_of, start_server, stop
 
 from trl_ext.rewards.code import CodeReward
 from trl_ext.sandbox import cpp_compiler
@@ -222,7 +222,7 @@ def test_sigterm_drains_jobs_in_flight():
         job.join()
         assert answer["response"].status_code == 200 and answer["response"].json()["score"] == 1.0
         assert process.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn ends by the signal it drained for
-        log = process.stdout.read()
+        log = log_of(process)
         assert '"event": "judge", "status": 200' in log
         with pytest.raises(requests.ConnectionError):
             requests.get(f"{url}/health", timeout=2)

@@ -73,7 +73,7 @@ class _Judge:
         return self.rewards[key]
 
     def judge(self, job: dict[str, Any]) -> dict[str, Any]:
-        from ..rewards.code import collected_warnings
+        from ..rewards.code_warnings import collected_warnings
 
         reward = self.reward_for(job["settings"])
         with collected_warnings() as warnings:

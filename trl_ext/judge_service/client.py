@@ -1,7 +1,8 @@
 """The `code` reward as a client of judge servers (`trl-ext sandbox serve`): `CodeReward(executor=...)`.
 
 A batch is spread over the servers by load: each job goes to the server with the fewest jobs in flight for its
-capacity, and no server is sent more than its capacity at once (the client waits instead: back-pressure). A job
+capacity (twice its workers: one job waits in its queue for each being judged), and no server is sent more than
+its capacity at once (the client waits instead: back-pressure). A job
 whose server dies, refuses the connection, answers 5xx or takes longer than `job_timeout` is sent to another
 server (that server rests for `cooldown` seconds); a server that is busy (503) is asked again after a pause. A job
 that no server could judge scores None with a warning naming each server and its error: never 0, never lost.
@@ -9,11 +10,13 @@ that no server could judge scores None with a warning naming each server and its
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -54,6 +57,17 @@ def parse_executor(spec: str | Sequence[str]) -> list[str]:
     return urls
 
 
+# What makes a server's answer unusable: refused, reset, timed out, broken HTTP or JSON.
+_FAULTS = (OSError, http.client.HTTPException, ValueError)
+
+
+@dataclass(frozen=True)
+class _Response:
+    status_code: int
+    retry_after: str | None
+    body: bytes
+
+
 @dataclass
 class _Server:
     url: str
@@ -75,9 +89,6 @@ class JudgeServers:
         self, urls: Sequence[str], token: str | None = None, *, job_timeout: float = 300.0, cooldown: float = 2.0,
         connect_timeout: float = 5.0,
     ):
-        import requests
-
-        self._requests = requests
         self.servers = [_Server(url) for url in urls]
         self.token = token if token is not None else os.environ.get(TOKEN_VARIABLE)
         if not self.token:
@@ -91,14 +102,12 @@ class JudgeServers:
 
     def __getstate__(self):  # a reward pickles with its settings; connections and locks start anew
         state = {**self.__dict__, "servers": [_Server(s.url, s.capacity, isolation=s.isolation) for s in self.servers]}
-        for name in ("_requests", "_available", "_local"):
+        for name in ("_available", "_local"):
             del state[name]
         return state
 
     def __setstate__(self, state):
-        import requests
-
-        self.__dict__.update(state, _requests=requests, _available=threading.Condition(), _local=threading.local())
+        self.__dict__.update(state, _available=threading.Condition(), _local=threading.local())
 
     # ------------------------------------------------------------------------------------------ checks
 
@@ -108,9 +117,8 @@ class JudgeServers:
         errors = {}
         for server in self.servers:
             try:
-                response = self._session().get(f"{server.url}/v1/info", headers=self._headers(),
-                                               timeout=self.connect_timeout)
-            except self._requests.RequestException as error:
+                response = self._request(server.url, "GET", "/v1/info", None, self.connect_timeout)
+            except _FAULTS as error:
                 errors[server.url] = _short(error)
                 continue
             if response.status_code == 401:
@@ -121,12 +129,16 @@ class JudgeServers:
             if response.status_code != 200:
                 errors[server.url] = f"HTTP {response.status_code}"
                 continue
-            info = response.json()
-            server.capacity, server.isolation = max(1, int(info.get("workers", 1))), str(info.get("isolation", ""))
+            info = json.loads(response.body)
+            # Twice its workers: the next job waits in the server's queue while one is answered, so no worker
+            # idles for a round trip (the queue holds at least that many: `--max-queue` 64 by default).
+            workers = max(1, int(info.get("workers", 1)))
+            server.capacity = workers + min(workers, int(info.get("max_queue", workers)))
+            server.isolation = str(info.get("isolation", ""))
         if len(errors) == len(self.servers):
             raise ConnectionError(
                 "Reward 'code': no judge server answers: " + "; ".join(f"{url}: {why}" for url, why in errors.items())
-                + ". Start them with `trl-ext sandbox serve` (see docs/rewards/judge_servers.md)."
+                + ". Start them with `trl-ext sandbox serve` (see docs/rewards/judge-servers.md)."
             )
 
     # ------------------------------------------------------------------------------------------ a batch
@@ -165,21 +177,19 @@ class JudgeServers:
             if server is None:
                 break
             try:
-                response = self._session().post(
-                    f"{server.url}/v1/judge", data=body, headers=self._headers(),
-                    timeout=(self.connect_timeout, self.job_timeout),
-                )
-            except self._requests.RequestException as error:  # died, refused, hung past job_timeout
+                response = self._request(server.url, "POST", "/v1/judge", body, self.job_timeout)
+                answer = json.loads(response.body) if response.status_code == 200 else None
+            except _FAULTS as error:  # died, refused, hung past job_timeout, broke its answer
                 self._give_back(server, rest=True)
                 attempts.errors[_attempt_key(server, attempts)] = _short(error)
                 continue
             if response.status_code == 503:  # busy or draining: ask again after a pause, elsewhere if possible
                 self._give_back(server, rest=False)
-                time.sleep(min(float(response.headers.get("Retry-After", "0.2") or 0.2), 1.0) * random.uniform(0.5, 1))
+                time.sleep(min(float(response.retry_after or 0.2), 1.0) * random.uniform(0.5, 1))
                 continue
             self._give_back(server, rest=response.status_code >= 500)
             if response.status_code == 200:
-                return response.json()
+                return answer
             detail = _error_detail(response)
             if response.status_code >= 500:
                 attempts.errors[_attempt_key(server, attempts)] = detail
@@ -211,11 +221,34 @@ class JudgeServers:
                 server.resting_until = time.monotonic() + self.cooldown
             self._available.notify_all()
 
-    def _session(self):
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = self._requests.Session()
-        return session
+    def _request(self, url: str, method: str, path: str, body: bytes | None, timeout: float) -> _Response:
+        """One HTTP exchange on this thread's kept-alive connection to `url` (a connection the server closed
+        while idle is replaced once; any other failure raises)."""
+        connections = self._local.__dict__.setdefault("connections", {})
+        parts = urllib.parse.urlsplit(url)
+        for attempt in (0, 1):
+            connection = connections.get(url)
+            reused = connection is not None
+            if connection is None:
+                kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+                connection = connections[url] = kind(parts.hostname, parts.port, timeout=self.connect_timeout)
+            try:
+                if connection.sock is None:
+                    connection.connect()
+                connection.sock.settimeout(timeout)
+                connection.request(method, parts.path + path, body=body, headers=self._headers())
+                response = connection.getresponse()
+                answer = _Response(response.status, response.getheader("Retry-After"), response.read())
+                if response.will_close:
+                    connections.pop(url).close()
+                return answer
+            except _FAULTS as error:
+                connections.pop(url, None)
+                connection.close()
+                stale = isinstance(error, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError))
+                if not (reused and stale and attempt == 0):
+                    raise
+        raise AssertionError("unreachable")
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
@@ -234,6 +267,6 @@ def _short(error: BaseException) -> str:
 
 def _error_detail(response) -> str:
     try:
-        return f"HTTP {response.status_code}: {json.loads(response.content).get('error', '')}"[:300]
+        return f"HTTP {response.status_code}: {json.loads(response.body).get('error', '')}"[:300]
     except (ValueError, AttributeError):
         return f"HTTP {response.status_code}"

@@ -49,15 +49,20 @@ class JobError(ValueError):
 def job_payload(completion: str, row: Mapping[str, Any], language: Any, index: int, settings: Mapping[str, Any]) -> bytes:
     """The request body for one row. Columns whose values JSON cannot carry (images, arrays of objects) are left
     out: the `code` reward reads text, numbers, lists and mappings only."""
-    carried = {}
-    for name, value in row.items():
-        try:
-            json.dumps(value, allow_nan=False, default=_plain)
-        except (TypeError, ValueError):
-            continue
-        carried[name] = value
-    body = {"completion": completion, "row": carried, "language": language, "index": index, "reward": dict(settings)}
-    return json.dumps(body, allow_nan=False, default=_plain).encode()
+    body = {"completion": completion, "row": dict(row), "language": language, "index": index, "reward": dict(settings)}
+    try:
+        return json.dumps(body, allow_nan=False, default=_plain).encode()
+    except (TypeError, ValueError):
+        body["row"] = {name: value for name, value in row.items() if _carried(value)}
+        return json.dumps(body, allow_nan=False, default=_plain).encode()
+
+
+def _carried(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False, default=_plain)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _plain(value: Any) -> Any:

@@ -17,17 +17,16 @@ scores. See docs/rewards/code.md.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 from ..judge_service.client import JudgeServers, parse_executor
+from ..judge_service.engines import engine_for
 from ..judge_service.protocol import REWARD_SETTINGS
 from ..sandbox import Sandbox, SandboxLimits
 from ..sandbox.cpp_headers import precompiled_headers_root
@@ -47,6 +46,7 @@ from ..sandbox.testing import (
 from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
 from .code_extraction import defines, extract_cpp_code, extract_python_code
 from .code_packages import needed_packages, packages_problem
+from .code_warnings import _cannot_judge, _warn_once, _warned, collected_warnings  # noqa: F401 - the last two re-exported
 from .code_formats import (
     FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, format_problems, header_for, row_tests,
 )
@@ -75,34 +75,6 @@ _LANGUAGE_NAMES = {
 
 
 # ---------------------------------------------------------------------------------------------------- tests
-
-
-_warned: set[str] = set()
-_collecting = threading.local()
-
-
-def _warn_once(message: str) -> None:
-    collected = getattr(_collecting, "messages", None)
-    if collected is not None:  # a judge server: the warning goes back to the client too
-        collected.append(message)
-    if message not in _warned:
-        _warned.add(message)
-        logger.warning("code reward: %s", message)
-
-
-@contextlib.contextmanager
-def collected_warnings():
-    """The warnings this thread's scoring gives while inside (`trl_ext.judge_service` returns them with a job)."""
-    _collecting.messages = messages = []
-    try:
-        yield messages
-    finally:
-        _collecting.messages = None
-
-
-def _cannot_judge(problem: str) -> None:
-    _warn_once(f"{problem}; such rows score None (cannot judge).")
-    return None
 
 
 def parse_tests(tests: Any) -> list[CodeTest] | None:
@@ -185,8 +157,9 @@ class CodeReward(Reward):
         executor: Where programs are judged: "local" (default, this machine's sandbox), or judge servers
             (`trl-ext sandbox serve`) on other machines: a URL, a comma-separated list or list of them, or a file
             listing one per line. The batch is spread over them by load; a server that dies or hangs has its jobs
-            judged by another; a job no server could judge scores None with a warning. See
-            docs/rewards/judge_servers.md.
+            judged by another; a job no server could judge scores None with a warning. Or an execution service
+            for stdin/stdout rows: "sandboxfusion+http://host:8080", "piston+http://host:2000/api/v2". See
+            docs/rewards/judge-servers.md.
         executor_token: The servers' shared secret (default: the TRL_EXT_JUDGE_TOKEN environment variable).
         executor_timeout: Seconds a server may take for one program before it is taken for hung and the program
             is sent to another server.
@@ -252,11 +225,15 @@ class CodeReward(Reward):
         if not compile_timeout > 0:
             raise ValueError(f"Reward 'code': compile_timeout must be positive seconds, got {compile_timeout!r}.")
         self.executor = executor
-        self._servers = None
-        if executor != "local":  # programs never run here: the servers check their own compiler and sandbox
+        self._servers, self._engine = None, engine_for(executor, executor_timeout)
+        if self._engine is not None and checker_column is not None:
+            raise ValueError(f"Reward 'code': executor {executor!r} cannot run checker programs: judge such rows "
+                             "locally or with judge servers (`trl-ext sandbox serve`).")
+        if executor != "local" and self._engine is None:  # programs never run here: the servers check themselves
             self._servers = JudgeServers(parse_executor(executor), executor_token, job_timeout=executor_timeout)
             self._servers.check()  # raises naming the servers when none answers or one refuses the token
-        if (language == "cpp" or language_column is not None) and cpp_compiler() is None and self._servers is None:
+        remote = self._servers is not None or self._engine is not None
+        if (language == "cpp" or language_column is not None) and cpp_compiler() is None and not remote:
             which = "language='cpp'" if language == "cpp" else f"language_column={language_column!r}"
             raise RuntimeError(
                 f"Reward 'code' with {which} compiles C++ with `g++`, which is not installed: "
@@ -285,7 +262,7 @@ class CodeReward(Reward):
         self.precompiled_headers = precompiled_headers
         self.site_packages = site_packages
         # Raises `SandboxUnavailableError` here, before training, when nothing can isolate the file system.
-        self.sandbox = None if self._servers is not None else Sandbox(
+        self.sandbox = None if remote else Sandbox(
             SandboxLimits(memory=memory_mb << 20, max_processes=max_processes, max_output=max_output_bytes),
             isolation=isolation,
             site_packages=site_packages is True,
@@ -387,12 +364,18 @@ class CodeReward(Reward):
         if language == "python" and read.continues and not defines(code, read.entry_point):
             code = read.continues + code  # a function body after its prompt, as HumanEval's harness runs it
         header = header_for(read.prelude, code) if code.strip() and language == "python" else ""
-        # The header counts as the tests do: a program naming `SortedList` needs the installed packages.
-        sandbox = self._sandbox_for([*tests, CodeTest("statement", header)], index) if language == "python" else (
-            self.sandbox
-        )
-        if sandbox is None:
-            return None
+        if self._engine is not None:
+            if any(test.kind != "stdio" for test in tests):
+                return _cannot_judge(f"row {index}: executor {self._engine.name} judges stdin/stdout tests only (a "
+                                     "test run in the program's process is within its reach there); serve this "
+                                     "judge for assert tests (`trl-ext sandbox serve`)")
+            sandbox = None
+        elif language == "python":  # the header counts as the tests do: `SortedList` needs the installed packages
+            sandbox = self._sandbox_for([*tests, CodeTest("statement", header)], index)
+            if sandbox is None:
+                return None
+        else:
+            sandbox = self.sandbox
         checker = self._row_checker(row, index)
         if checker is False:
             return None
@@ -477,7 +460,13 @@ class CodeReward(Reward):
         sandbox = sandbox or self.sandbox
         if not code.strip():
             outcomes = tuple(TestOutcome(False, "no_code", f"no {language} code in the completion") for _ in tests)
-            return CodeTestReport(outcomes, sandbox.isolation, 0.0)
+            return CodeTestReport(outcomes, sandbox.isolation if sandbox else str(self.executor), 0.0)
+        if self._engine is not None:
+            return self._engine.run_tests(
+                code, tests, language, timeout=self.timeout, memory_mb=self.settings["memory_mb"],
+                compile_timeout=self.compile_timeout, max_output=self.max_output_bytes,
+                output_match=self.output_match or "lines", stop_on_failure=not self.partial_credit,
+            )
         return run_code_tests(
             code,
             tests,
