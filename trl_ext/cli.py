@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox.set_defaults(handler=_sandbox)
     serve = sandbox.add_subparsers(dest="sandbox_command").add_parser(
         "serve", help="Serve the `code` reward's judge over HTTP to trainers on other machines "
-        "(`CodeReward(executor=URL)`); see docs/rewards/judge_servers.md.",
+        "(`CodeReward(executor=URL)`); see docs/rewards/judge-servers.md.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: loopback only).")
     serve.add_argument("--port", type=int, default=8000)
