@@ -124,3 +124,15 @@ def test_code_sandbox_floor_compares_judging_with_a_bare_interpreter():
     floor = code_sandbox.bare_interpreter_floor(batch=2, repeats=1)
     assert floor["bare_python_programs_per_s"] > 0 and floor["judged_programs_per_s"] > 0
     assert floor["ratio_judged_to_bare"] == floor["judged_programs_per_s"] / floor["bare_python_programs_per_s"]
+
+
+def test_judge_service_quick_measures_every_arm(tmp_path):
+    import judge_service
+
+    judge_service.main(["--quick", "--out", str(tmp_path / "judge.json")])
+    result = read(tmp_path / "judge.json")
+    narrow = {f"{n} server(s) x 1 worker" for n in (1, 2, 4)}
+    assert len(result["throughput"]) == 5 and {"local", *narrow} < set(result["throughput"])
+    assert result["throughput"]["local"]["ratio_to_local"] == 1.0
+    assert result["latency"]["jobs"] == 8 and result["latency"]["p99_seconds"] >= result["latency"]["p50_seconds"]
+    assert result["client_overhead"]["served_ms_per_job"] > 0

@@ -39,7 +39,9 @@ from ..sandbox.testing import (
     CodeTest,
     CodeTestReport,
     TestOutcome,
+    assert_test,  # noqa: F401 - re-exported
     cpp_compiler,
+    imported_modules,  # noqa: F401 - re-exported
     outputs_match,
     run_code_tests,
 )
