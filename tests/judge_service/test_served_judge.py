@@ -103,6 +103,8 @@ def test_bad_requests_get_4xx_naming_the_field_and_the_server_keeps_serving(two_
         (json.dumps({"completion": "x", "row": {}, "extra": 1}).encode(), 422, "extra"),
         (json.dumps({"completion": "x", "row": {}, "reward": {"isolation": "none"}}).encode(), 422, "reward.isolation"),
         (json.dumps({"completion": "x", "row": {}, "reward": {"timeout": 1e9}}).encode(), 422, "reward.timeout"),
+        (json.dumps({"completion": "x", "row": {}, "reward": {"max_processes": 10**6}}).encode(), 422,
+         "reward.max_processes"),
         (json.dumps({"completion": "x", "row": {}, "reward": {"scoring": "nonsense"}}).encode(), 422, "reward"),
         (b"[" * 100_000, 400, None),  # nested past the parser's recursion limit
     ]

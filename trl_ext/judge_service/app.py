@@ -22,6 +22,7 @@ import hmac
 import json
 import logging
 import sys
+import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -56,6 +57,7 @@ class _Judge:
         self.options = options
         self.pool = ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="judge")
         self.rewards: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()  # the workers share the rewards
         self.in_flight = 0
 
     def reward_for(self, settings: dict[str, Any]):
@@ -63,14 +65,15 @@ class _Judge:
         from ..sandbox.testing import close_servers
 
         key = json.dumps(settings, sort_keys=True, default=list)
-        if key not in self.rewards:
-            self.rewards[key] = CodeReward(**settings, isolation=self.options.isolation, num_workers=1,
-                                           reuse_sandbox=True)
-            while len(self.rewards) > 4:
-                _, old = self.rewards.popitem(last=False)
-                close_servers(old.sandbox)
-        self.rewards.move_to_end(key)
-        return self.rewards[key]
+        with self.lock:
+            if key not in self.rewards:
+                self.rewards[key] = CodeReward(**settings, isolation=self.options.isolation, num_workers=1,
+                                               reuse_sandbox=True)
+                while len(self.rewards) > 4:
+                    _, old = self.rewards.popitem(last=False)
+                    close_servers(old.sandbox)
+            self.rewards.move_to_end(key)
+            return self.rewards[key]
 
     def judge(self, job: dict[str, Any]) -> dict[str, Any]:
         from ..rewards.code_warnings import collected_warnings
@@ -140,7 +143,7 @@ def create_app(options: ServeOptions):
         judge.in_flight += 1
         try:
             answer = await asyncio.get_running_loop().run_in_executor(judge.pool, judge.judge, job)
-        except (TypeError, ValueError) as problem:  # CodeReward refused the job's settings
+        except (TypeError, ValueError, RuntimeError) as problem:  # CodeReward refused the settings (or lacks g++)
             return _logged(request, started, error(422, str(problem), field="reward"))
         finally:
             judge.in_flight -= 1

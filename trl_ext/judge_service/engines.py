@@ -79,7 +79,8 @@ class ExecutionEngine:
             if run.fault is None:
                 return run
             faults.append(run.fault)
-            time.sleep(min(0.2 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
+            if attempt + 1 < self.attempts:
+                time.sleep(min(0.2 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
         return Execution(fault=f"{self.name} at {self.url} failed {self.attempts} times: " + "; ".join(faults))
 
     def _post(self, path: str, body: dict, timeout: float):

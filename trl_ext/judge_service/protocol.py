@@ -38,6 +38,10 @@ REWARD_SETTINGS = frozenset({
 })
 
 
+# What any job may ask at most, whatever the server: processes a program may have at once, stdout kept per test.
+MAX_PROCESSES, MAX_OUTPUT = 256, 64 << 20
+
+
 class JobError(ValueError):
     """A job the server refuses (HTTP 422): `field` names what is wrong."""
 
@@ -73,7 +77,8 @@ def _plain(value: Any) -> Any:
 
 def parse_job(body: Any, max_timeout: float, max_memory_mb: int) -> dict[str, Any]:
     """The job in a decoded request body, checked field by field; raises `JobError` naming the field. The
-    server's caps bound what a job may ask for (`timeout`, `compile_timeout`, `memory_mb`)."""
+    server's caps bound what a job may ask for (`timeout`, `compile_timeout`, `memory_mb`, `compile_memory_mb`),
+    and so do `MAX_PROCESSES` and `MAX_OUTPUT`."""
     if not isinstance(body, dict):
         raise JobError("body", "must be a JSON object")
     unknown = set(body) - {"completion", "row", "language", "index", "reward"}
@@ -98,7 +103,9 @@ def parse_job(body: Any, max_timeout: float, max_memory_mb: int) -> dict[str, An
             raise JobError(f"reward.{name}", f"is not an argument a job may set (one of {sorted(REWARD_SETTINGS)})")
         if isinstance(value, float) and not math.isfinite(value):
             raise JobError(f"reward.{name}", "must be finite")
-    for name, cap in (("timeout", max_timeout), ("compile_timeout", max_timeout), ("memory_mb", max_memory_mb)):
+    caps = (("timeout", max_timeout), ("compile_timeout", max_timeout), ("memory_mb", max_memory_mb),
+            ("compile_memory_mb", max_memory_mb), ("max_processes", MAX_PROCESSES), ("max_output_bytes", MAX_OUTPUT))
+    for name, cap in caps:
         value = settings.get(name)
         if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value > cap):
             raise JobError(f"reward.{name}", f"must be a number at most {cap} (this server's cap)")

@@ -533,13 +533,19 @@ class CodeReward(Reward):
         if not jobs:
             return scores
         workers = min(self.num_workers or default_num_workers(), len(jobs))
-        # Threads only wait: every program runs in its own sandbox process.
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
-            reports = executor.map(lambda entry: self._evaluate(*entry[0]), jobs.values())
-            for (_, indices), report in zip(jobs.values(), reports):
-                scores[indices[0]] = self._score_row(indices[0], report)
-                for index in indices[1:]:
-                    scores[index] = scores[indices[0]]
+
+        def evaluate(entry):
+            return self._evaluate(*entry[0])
+
+        if workers == 1:  # one program, or one worker: no thread to start and join
+            reports = list(map(evaluate, jobs.values()))
+        else:  # threads only wait: every program runs in its own sandbox process
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="code-reward") as executor:
+                reports = list(executor.map(evaluate, jobs.values()))
+        for (_, indices), report in zip(jobs.values(), reports):
+            scores[indices[0]] = self._score_row(indices[0], report)
+            for index in indices[1:]:
+                scores[index] = scores[indices[0]]
         return scores
 
     def _score_row(self, index: int, report: CodeTestReport) -> float | None:

@@ -380,26 +380,6 @@ def _isolation_failure(failure_read, failure_write):
     return kinds[data[:1]], data[1:].decode(errors="replace")
 
 
-def _become_subreaper():
-    # PR_SET_CHILD_SUBREAPER: orphans of a test are this process's to wait for (`_reap`), not the sandbox's init's.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def _make_undumpable():
-    # PR_SET_DUMPABLE 0: /proc/<harness>/{fd,mem} become inaccessible to the (capability-less) children.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
 def _refuse_signal_handlers():
     """`signal.signal` accepts only SIG_DFL and SIG_IGN: a Python handler receives the interrupted frame."""
     import _signal
@@ -419,7 +399,7 @@ def _refuse_signal_handlers():
 
 def main(argv):
     program_isolation.remember_mount_points()
-    _become_subreaper()
+    program_isolation.become_subreaper()
     if argv[1:] == ["--serve"]:
         return _serve(argv[0])
     plan_path, solution_path = argv[1], argv[2]
@@ -498,7 +478,7 @@ def _judge_program(plan, source, report, remove=()):
             os.unlink(path)
         except OSError:
             pass
-    _make_undumpable()
+    program_isolation.make_undumpable()
     if binary is not None:
         skip_reason = None
         for index, test in enumerate(tests):

@@ -256,6 +256,16 @@ def run_isolated(body, failure_fd, writable, size, keep_working_directory=False,
     _exit_as(_exit_code(status))
 
 
+def become_subreaper():
+    """PR_SET_CHILD_SUBREAPER: orphans of the harness's tests are the harness's to wait for, not the sandbox init's."""
+    _libc.prctl(36, 1, 0, 0, 0)
+
+
+def make_undumpable():
+    """PR_SET_DUMPABLE 0: /proc/<harness>/{fd,mem} become inaccessible to the (capability-less) children."""
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def fork_for_judge(failure_fd):
     """`os.fork()` for a process of the judge, before the program runs. A fork refused for lack of processes
     (EAGAIN: the last program's processes are still being torn down) is tried again for a while; one that still
