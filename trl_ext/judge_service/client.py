@@ -179,6 +179,8 @@ class JudgeServers:
             try:
                 response = self._request(server.url, "POST", "/v1/judge", body, self.job_timeout)
                 answer = json.loads(response.body) if response.status_code == 200 else None
+                if response.status_code == 200 and not (isinstance(answer, dict) and "score" in answer):
+                    raise ValueError("the answer is not a judged job")
             except _FAULTS as error:  # died, refused, hung past job_timeout, broke its answer
                 self._give_back(server, rest=True)
                 attempts.errors[_attempt_key(server, attempts)] = _short(error)
