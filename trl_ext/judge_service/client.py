@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sandbox.testing import CodeTestReport
-from .protocol import job_payload, report_from_json
+from .protocol import job_payload, report_from_json, with_index
 
 __all__ = ["JudgeServers", "TOKEN_VARIABLE", "parse_executor"]
 
@@ -150,12 +150,11 @@ class JudgeServers:
         """(score, report) per row, judged by the servers; the servers' warnings go to `warn`."""
         jobs: dict[bytes, list[int]] = {}  # the same completion on the same row is judged once
         for index, (text, row, language) in enumerate(zip(texts, rows, languages)):
-            jobs.setdefault(job_payload(text, row, language, 0, settings), []).append(index)
+            jobs.setdefault(job_payload(text, row, language, settings), []).append(index)
         results: list[tuple[float | None, CodeTestReport | None]] = [(None, None)] * len(texts)
         capacity = min(_MAX_CLIENT_THREADS, sum(server.capacity for server in self.servers))
         with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs))), thread_name_prefix="judge-client") as pool:
-            bodies = [job_payload(texts[indices[0]], rows[indices[0]], languages[indices[0]], indices[0], settings)
-                      for indices in jobs.values()]
+            bodies = [with_index(payload, indices[0]) for payload, indices in jobs.items()]
             for indices, answer in zip(jobs.values(), pool.map(self._judge, bodies)):
                 if isinstance(answer, str):
                     warn(f"row {indices[0]} of the batch: no judge server could judge it ({answer}); such rows "

@@ -25,7 +25,9 @@ from typing import Any
 
 from ..sandbox.testing import CodeTestReport, TestOutcome
 
-__all__ = ["REWARD_SETTINGS", "JobError", "job_payload", "parse_job", "report_from_json", "report_to_json"]
+__all__ = [
+    "REWARD_SETTINGS", "JobError", "job_payload", "parse_job", "report_from_json", "report_to_json", "with_index",
+]
 
 PROTOCOL_VERSION = 1
 # `CodeReward` arguments a job may set. Where and how programs run (isolation, workers, reused sandboxes) and
@@ -50,15 +52,21 @@ class JobError(ValueError):
         self.field = field
 
 
-def job_payload(completion: str, row: Mapping[str, Any], language: Any, index: int, settings: Mapping[str, Any]) -> bytes:
-    """The request body for one row. Columns whose values JSON cannot carry (images, arrays of objects) are left
-    out: the `code` reward reads text, numbers, lists and mappings only."""
-    body = {"completion": completion, "row": dict(row), "language": language, "index": index, "reward": dict(settings)}
+def job_payload(completion: str, row: Mapping[str, Any], language: Any, settings: Mapping[str, Any]) -> bytes:
+    """The request body for one row, without its index (`with_index` adds it: the same body is the client's key
+    for judging a completion on a row once). Columns whose values JSON cannot carry (images, arrays of objects)
+    are left out: the `code` reward reads text, numbers, lists and mappings only."""
+    body = {"completion": completion, "row": dict(row), "language": language, "reward": dict(settings)}
     try:
         return json.dumps(body, allow_nan=False, default=_plain).encode()
     except (TypeError, ValueError):
         body["row"] = {name: value for name, value in row.items() if _carried(value)}
         return json.dumps(body, allow_nan=False, default=_plain).encode()
+
+
+def with_index(payload: bytes, index: int) -> bytes:
+    """`payload` (from `job_payload`) naming the row's index in the client's batch, for the warnings."""
+    return b'{"index": %d, ' % index + payload[1:]
 
 
 def _carried(value: Any) -> bool:
