@@ -65,6 +65,15 @@ def test_a_fault_of_the_service_is_retried_and_never_a_verdict(engine, fault, st
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_what_a_program_prints_is_never_taken_for_a_fault_of_the_service(engine, standin):
+    # open-r1 reads "Resource temporarily unavailable" in a run's stderr as an overloaded worker; a program can
+    # print it, so here it is the program's failure (0), never a retry and then None.
+    claims = "import sys\nsys.stderr.write('Resource temporarily unavailable\\n')\nraise SystemExit(1)\n"
+    reward = CodeReward(timeout=2.0, executor=executor(engine, standin))
+    assert reward(completions=[fenced(claims)], tests=[TESTS]) == [0.0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_assert_rows_and_checkers_are_refused(engine, standin, caplog):
     reward = CodeReward(executor=executor(engine, standin))
     with caplog.at_level("WARNING"):

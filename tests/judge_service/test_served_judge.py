@@ -107,6 +107,9 @@ def test_bad_requests_get_4xx_naming_the_field_and_the_server_keeps_serving(two_
          "reward.max_processes"),
         (json.dumps({"completion": "x", "row": {}, "reward": {"scoring": "nonsense"}}).encode(), 422, "reward"),
         (b"[" * 100_000, 400, None),  # nested past the parser's recursion limit
+        # The compiler also precompiles headers on the server's host: no flag that runs or reads anything there.
+        (json.dumps({"completion": "x", "row": {}, "reward": {"cpp_flags": ["-wrapper", "/bin/sh,-c,id"]}}).encode(),
+         422, "reward.cpp_flags"),
     ]
     for body, status, field in cases:
         response = requests.post(f"{url}/v1/judge", data=body, headers=headers(), timeout=30)
@@ -188,6 +191,17 @@ def test_a_server_that_dies_or_hangs_mid_batch_loses_no_verdict(fault):
         scores = served(completions=programs, tests=[ROWS[0][0]["tests"]] * 8)
         striker.join()
         assert scores == [1.0] * 8  # no right program scores 0, none is lost
+
+
+def test_a_job_longer_than_the_silence_timeout_is_judged_not_retried(two_servers):
+    # The server sends a space every 2 s while it judges: a job of 3 tests x 2 s is not taken for a hung server
+    # (a wrong program looping on every test must score 0, not None after every server "timed out").
+    served = CodeReward(timeout=2.0, executor=[url for url, _ in two_servers], executor_token=TOKEN,
+                        executor_timeout=3.0)
+    looping = "def add(a, b):\n    while True:\n        pass\n"
+    slow_right = "import time\ndef add(a, b):\n    time.sleep(1.5)\n    return a + b\n"
+    tests = ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(3, 2) == 5"]
+    assert served(completions=[fenced(looping), fenced(slow_right)], tests=[tests] * 2) == [0.0, 1.0]
 
 
 def test_no_server_left_gives_none_with_a_warning_naming_them(caplog):

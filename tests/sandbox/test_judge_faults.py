@@ -194,13 +194,12 @@ def test_a_killed_checker_run_never_scores_a_right_program(backend):
     assert hits and scores == [1.0]
 
 
-def test_a_fork_the_kernel_refuses_the_judge_is_a_fault_of_the_judge(monkeypatch):
+def test_a_fork_the_kernel_refuses_the_judge_is_a_fault_of_the_judge():
     # Before the program starts, a process of the judge that cannot be forked (no process left to this user)
     # is reported on the failure pipe as the judge's fault (the harness then has the program judged again),
     # never left to look like the program's exit.
     from trl_ext.sandbox import program_isolation
 
-    monkeypatch.setattr(program_isolation, "_FORK_RETRY_SECONDS", 0.05)
     failure_read, failure_write = os.pipe()
     child = os.fork()
     if child == 0:

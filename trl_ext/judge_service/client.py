@@ -3,7 +3,8 @@
 A batch is spread over the servers by load: each job goes to the server with the fewest jobs in flight for its
 capacity (twice its workers: one job waits in its queue for each being judged), and no server is sent more than
 its capacity at once (the client waits instead: back-pressure). A job
-whose server dies, refuses the connection, answers 5xx or takes longer than `job_timeout` is sent to another
+whose server dies, refuses the connection, answers 5xx or stays silent longer than `silence_timeout` (a server
+sends a space every two seconds while it judges, so a long job is not taken for a hung server) is sent to another
 server (that server rests for `cooldown` seconds); a server that is busy (503) is asked again after a pause. A job
 that no server could judge scores None with a warning naming each server and its error: never 0, never lost.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import random
 import threading
@@ -19,7 +21,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..sandbox.testing import CodeTestReport
@@ -57,8 +59,10 @@ def parse_executor(spec: str | Sequence[str]) -> list[str]:
     return urls
 
 
-# What makes a server's answer unusable: refused, reset, timed out, broken HTTP or JSON.
-_FAULTS = (OSError, http.client.HTTPException, ValueError)
+# What makes a server's answer unusable: refused, reset, timed out, broken HTTP or JSON (or JSON nested too deep).
+_FAULTS = (OSError, http.client.HTTPException, ValueError, TypeError, KeyError, RecursionError)
+# Busy answers (503) one job takes before it gives up: about ten minutes of servers that never have room.
+_MAX_BUSY_ANSWERS = 1200
 
 
 @dataclass(frozen=True)
@@ -77,16 +81,11 @@ class _Server:
     isolation: str = ""
 
 
-@dataclass
-class _Attempts:
-    errors: dict[str, str] = field(default_factory=dict)
-
-
 class JudgeServers:
     """Judge servers at `urls`, reached with the shared secret `token` (default: `$TRL_EXT_JUDGE_TOKEN`)."""
 
     def __init__(
-        self, urls: Sequence[str], token: str | None = None, *, job_timeout: float = 300.0, cooldown: float = 2.0,
+        self, urls: Sequence[str], token: str | None = None, *, silence_timeout: float = 30.0, cooldown: float = 2.0,
         connect_timeout: float = 5.0,
     ):
         self.servers = [_Server(url) for url in urls]
@@ -96,18 +95,19 @@ class JudgeServers:
                 f"Reward 'code': judge servers need their shared secret: set {TOKEN_VARIABLE} (as for "
                 "`trl-ext sandbox serve`) or pass executor_token."
             )
-        self.job_timeout, self.cooldown, self.connect_timeout = job_timeout, cooldown, connect_timeout
+        self.silence_timeout, self.cooldown, self.connect_timeout = silence_timeout, cooldown, connect_timeout
         self._available = threading.Condition()
         self._local = threading.local()
+        self._pool: ThreadPoolExecutor | None = None
 
     def __getstate__(self):  # a reward pickles with its settings; connections and locks start anew
         state = {**self.__dict__, "servers": [_Server(s.url, s.capacity, isolation=s.isolation) for s in self.servers]}
-        for name in ("_available", "_local"):
+        for name in ("_available", "_local", "_pool"):
             del state[name]
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state, _available=threading.Condition(), _local=threading.local())
+        self.__dict__.update(state, _available=threading.Condition(), _local=threading.local(), _pool=None)
 
     # ------------------------------------------------------------------------------------------ checks
 
@@ -152,68 +152,66 @@ class JudgeServers:
         for index, (text, row, language) in enumerate(zip(texts, rows, languages)):
             jobs.setdefault(job_payload(text, row, language, settings), []).append(index)
         results: list[tuple[float | None, CodeTestReport | None]] = [(None, None)] * len(texts)
-        capacity = min(_MAX_CLIENT_THREADS, sum(server.capacity for server in self.servers))
-        with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs))), thread_name_prefix="judge-client") as pool:
-            bodies = [with_index(payload, indices[0]) for payload, indices in jobs.items()]
-            for indices, answer in zip(jobs.values(), pool.map(self._judge, bodies)):
-                if isinstance(answer, str):
-                    warn(f"row {indices[0]} of the batch: no judge server could judge it ({answer}); such rows "
-                         "score None (cannot judge). Check the servers (`curl <url>/health`) and their logs.")
-                    continue
-                for message in answer.get("warnings", []):
-                    warn(str(message))
-                result = (answer["score"], report_from_json(answer.get("report")))
-                for index in indices:
-                    results[index] = result
+        if self._pool is None:  # kept between batches, and so are its threads' connections
+            capacity = min(_MAX_CLIENT_THREADS, sum(server.capacity for server in self.servers))
+            self._pool = ThreadPoolExecutor(max_workers=max(1, capacity), thread_name_prefix="judge-client")
+        bodies = [with_index(payload, indices[0]) for payload, indices in jobs.items()]
+        for indices, answer in zip(jobs.values(), self._pool.map(self._judge, bodies)):
+            if isinstance(answer, str):
+                warn(f"row {indices[0]} of the batch: no judge server could judge it ({answer}); such rows "
+                     "score None (cannot judge). Check the servers (`curl <url>/health`) and their logs.")
+                continue
+            for message in answer["warnings"]:
+                warn(message)
+            result = (answer["score"], answer["report"])
+            for index in indices:
+                results[index] = result
         return results
 
     def _judge(self, body: bytes) -> dict[str, Any] | str:
         """The server's answer for one job, or why no server could give one."""
-        attempts = _Attempts()
-        deadline = time.monotonic() + self.job_timeout * (len(self.servers) + 1) + self.cooldown
-        while len(attempts.errors) < len(self.servers) + 1 and time.monotonic() < deadline:
-            server = self._take(attempts, deadline)
-            if server is None:
-                break
+        errors: dict[str, str] = {}
+        busy = 0
+        while len(errors) < len(self.servers) + 1 and busy < _MAX_BUSY_ANSWERS:
+            server = self._take(errors)
             try:
-                response = self._request(server.url, "POST", "/v1/judge", body, self.job_timeout)
-                answer = json.loads(response.body) if response.status_code == 200 else None
-                if response.status_code == 200 and not (isinstance(answer, dict) and "score" in answer):
-                    raise ValueError("the answer is not a judged job")
-            except _FAULTS as error:  # died, refused, hung past job_timeout, broke its answer
+                response = self._request(server.url, "POST", "/v1/judge", body, self.silence_timeout)
+                answer = _judged_job(response.body) if response.status_code == 200 else None
+            except _FAULTS as error:  # died, refused, silent past silence_timeout, broke its answer
                 self._give_back(server, rest=True)
-                attempts.errors[_attempt_key(server, attempts)] = _short(error)
+                errors[_attempt_key(server, errors)] = _short(error)
                 continue
-            if response.status_code == 503:  # busy or draining: ask again after a pause, elsewhere if possible
+            if response.status_code == 503:  # busy: ask again after a pause, elsewhere if possible
                 self._give_back(server, rest=False)
-                time.sleep(min(float(response.retry_after or 0.2), 1.0) * random.uniform(0.5, 1))
+                busy += 1
+                time.sleep(_retry_after(response.retry_after) * random.uniform(0.5, 1))
                 continue
             self._give_back(server, rest=response.status_code >= 500)
             if response.status_code == 200:
                 return answer
             detail = _error_detail(response)
             if response.status_code >= 500:
-                attempts.errors[_attempt_key(server, attempts)] = detail
+                errors[_attempt_key(server, errors)] = detail
                 continue
             return f"{server.url}: {detail}"  # refused the job itself (4xx): another server would too
-        if not attempts.errors:
-            return "no server was available before the job's deadline"
-        return "; ".join(f"{url}: {why}" for url, why in attempts.errors.items())
+        if not errors:
+            return f"every server answered busy {busy} times"
+        return "; ".join(f"{url}: {why}" for url, why in errors.items())
 
-    def _take(self, attempts: _Attempts, deadline: float) -> _Server | None:
-        """The least loaded server with room, preferring those this job has not failed on; waits for room."""
+    def _take(self, errors: dict[str, str]) -> _Server:
+        """The least loaded server with room, preferring those this job has not failed on. Waits for room (jobs in
+        flight end: answered, or their server silent past `silence_timeout`) or for a resting server."""
         with self._available:
-            while time.monotonic() < deadline:
+            while True:
                 now = time.monotonic()
                 ready = [s for s in self.servers if s.resting_until <= now and s.in_flight < s.capacity]
-                fresh = [s for s in ready if s.url not in attempts.errors] or ready
+                fresh = [s for s in ready if s.url not in errors] or ready
                 if fresh:
                     server = min(fresh, key=lambda s: (s.in_flight / s.capacity, random.random()))
                     server.in_flight += 1
                     return server
                 waits = [s.resting_until - now for s in self.servers if s.resting_until > now]
                 self._available.wait(timeout=min([0.5, *waits]))
-        return None
 
     def _give_back(self, server: _Server, rest: bool) -> None:
         with self._available:
@@ -255,9 +253,29 @@ class JudgeServers:
         return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
 
 
-def _attempt_key(server: _Server, attempts: _Attempts) -> str:
+def _judged_job(body: bytes) -> dict[str, Any]:
+    """A server's answer (after its heartbeat spaces), checked: anything else is a fault of that server."""
+    answer = json.loads(body)
+    score = answer.get("score", "missing") if isinstance(answer, dict) else "missing"
+    if not (score is None or (isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score))):
+        raise ValueError(str(answer.get("error") if isinstance(answer, dict) else "") or "the answer is not a judged job")
+    warnings = answer.setdefault("warnings", [])
+    if not (isinstance(warnings, list) and all(isinstance(message, str) for message in warnings)):
+        raise ValueError("the answer's warnings are not a list of messages")
+    answer["report"] = report_from_json(answer.get("report"))
+    return answer
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return min(max(float(value or 0.2), 0.05), 1.0)
+    except ValueError:  # an HTTP date, or nonsense
+        return 0.5
+
+
+def _attempt_key(server: _Server, errors: dict[str, str]) -> str:
     key, n = server.url, 2
-    while key in attempts.errors:
+    while key in errors:
         key, n = f"{server.url} (try {n})", n + 1
     return key
 

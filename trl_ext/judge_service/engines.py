@@ -7,7 +7,7 @@ the row's rule and tolerances), as when judging locally. Their protocol has noth
 its own verdict when a test runs in the program's process, so rows of assert tests are not sent (they score None
 with a warning: serve trl-ext's judge for them, `trl-ext sandbox serve`), nor are rows judged by a checker program.
 A request the service could not serve (connection error, HTTP 5xx, SandboxFusion's `SandboxError`, Piston's
-internal error `XX` or an overloaded worker) is sent again, up to `attempts` times, then the test is `judge_failed`
+internal error `XX`) is sent again, up to `attempts` times, then the test is `judge_failed`
 (the row scores None with a warning): a fault of the service never becomes a verdict.
 """
 
@@ -170,8 +170,8 @@ class PistonEngine(ExecutionEngine):
         if run is None:
             return Execution(fault=f"the answer has no run stage: {str(answer.get('message', ''))[:200]}")
         status = run.get("status")
-        if status == "XX" or "Resource temporarily unavailable" in (run.get("stderr") or ""):
-            return Execution(fault=f"the worker failed or is overloaded: {str(run.get('message') or run.get('stderr'))[:200]}")
+        if status == "XX":  # Piston's own failure. (Never read the program's stderr for one: it writes what it likes.)
+            return Execution(fault=f"the worker failed: {str(run.get('message'))[:200]}")
         if status == "TO":
             return Execution("timeout", detail=f"over {timeout} s")
         if status in ("OL", "EL"):

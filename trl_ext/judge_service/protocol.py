@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,6 +41,9 @@ REWARD_SETTINGS = frozenset({
 })
 
 
+# Compiler flags a job may pass: a language standard, optimisation, debug info, macros, libraries. Anything else
+# (`-wrapper`, `-B`, `-fplugin=`, `-Wl,`, `@file`...) could run or read something on the server's host.
+SAFE_CPP_FLAG = re.compile(r"-std=(c|gnu)\+\+\w+|-O[0-3sgz]?|-pipe|-g|-w|-D[A-Za-z_]\w*(=\w*)?|-l[A-Za-z]\w*")
 # What any job may ask at most, whatever the server: processes a program may have at once, stdout kept per test.
 MAX_PROCESSES, MAX_OUTPUT = 256, 64 << 20
 
@@ -121,6 +125,10 @@ def parse_job(body: Any, max_timeout: float, max_memory_mb: int) -> dict[str, An
         flags = settings["cpp_flags"]
         if not isinstance(flags, list) or not all(isinstance(flag, str) for flag in flags):
             raise JobError("reward.cpp_flags", "must be a list of strings")
+        unsafe = [flag for flag in flags if not SAFE_CPP_FLAG.fullmatch(flag)]
+        if unsafe:  # the compiler also runs on the server's host, to precompile headers: no -wrapper, -B, -fplugin...
+            raise JobError("reward.cpp_flags", f"{unsafe} not allowed; a job may pass -std=, -O, -pipe, -g, -w, "
+                           "-D<NAME>[=<value>] and -l<library>")
         settings = {**settings, "cpp_flags": tuple(flags)}
     return {"completion": completion, "row": row, "language": language, "index": index, "settings": settings}
 

@@ -163,8 +163,9 @@ class CodeReward(Reward):
             for stdin/stdout rows: "sandboxfusion+http://host:8080", "piston+http://host:2000/api/v2". See
             docs/rewards/judge-servers.md.
         executor_token: The servers' shared secret (default: the TRL_EXT_JUDGE_TOKEN environment variable).
-        executor_timeout: Seconds a server may take for one program before it is taken for hung and the program
-            is sent to another server.
+        executor_timeout: Seconds a judge server may stay silent (it sends a space every 2 s while it judges)
+            before it is taken for hung and the program is sent to another; for an execution service, seconds
+            beyond a test's own time limits.
 
     A test that runs no check at all (a `check` function never called, a TestCase never run) would pass any
     program: such a row scores None ("cannot judge") with a warning naming the row, never 1.
@@ -200,7 +201,7 @@ class CodeReward(Reward):
         precompiled_headers: bool = True,
         executor: str | Sequence[str] = "local",
         executor_token: str | None = None,
-        executor_timeout: float = 300.0,
+        executor_timeout: float = 30.0,
     ):
         self.settings = {  # what a judge server needs to judge as this reward would (`trl_ext.judge_service`)
             name: value for name, value in locals().items() if name in REWARD_SETTINGS
@@ -232,7 +233,7 @@ class CodeReward(Reward):
             raise ValueError(f"Reward 'code': executor {executor!r} cannot run checker programs: judge such rows "
                              "locally or with judge servers (`trl-ext sandbox serve`).")
         if executor != "local" and self._engine is None:  # programs never run here: the servers check themselves
-            self._servers = JudgeServers(parse_executor(executor), executor_token, job_timeout=executor_timeout)
+            self._servers = JudgeServers(parse_executor(executor), executor_token, silence_timeout=executor_timeout)
             self._servers.check()  # raises naming the servers when none answers or one refuses the token
         remote = self._servers is not None or self._engine is not None
         if (language == "cpp" or language_column is not None) and cpp_compiler() is None and not remote:

@@ -148,10 +148,9 @@ def _compile(spec, private_pids, isolation=None):
     _reap(until_none_left=_private_pid_namespace(private_pids))
     os.close(output_read)
     ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    failure = _isolation_failure(failure_read, failure_write)
-    isolation_failed = failure is not None and failure[0] == "isolation_unavailable"
-    return {
-        "status": "ok" if ok else "compile_timeout" if timed_out else "isolation_unavailable" if isolation_failed
+    failure = _reported_failure(failure_read, failure_write)
+    return {  # a failure the isolating process reported is the judge's (rerun) or the isolation's, never the program's
+        "status": failure[0] if failure is not None else "ok" if ok else "compile_timeout" if timed_out
         else "compile_error",
         "seconds": round(time.monotonic() - started, 3),
         "diagnostics": diagnostics.decode(errors="replace")[-2000:],
@@ -256,7 +255,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     _reap(until_none_left=_private_pid_namespace(plan["private_pids"]))
     for fd in buffers:
         os.close(fd)
-    failure = _isolation_failure(failure_read, failure_write)
+    failure = _reported_failure(failure_read, failure_write)
     if failure is not None:
         reason, error = failure
         record = {"loaded": False, "status": "failed", "reason": reason, "error": error}
@@ -363,7 +362,7 @@ def _end_test_process(pid, plan):
             pass
 
 
-def _isolation_failure(failure_read, failure_write):
+def _reported_failure(failure_read, failure_write):
     """`("isolation_unavailable" | "judge_fault", why)` when the namespaces could not be made or a process of the
     judge could not start, or None; closes the failure pipe (see `run_isolated`)."""
     os.close(failure_write)

@@ -43,7 +43,6 @@ ISOLATION_FAILED = b"X"
 # Written on the same pipe when a process of the judge could not be forked before the program started: a fault of
 # the judge, and the program is judged again (`testing._judged_run`), never scored for it.
 JUDGE_FAULT = b"F"
-_FORK_RETRY_SECONDS = 2.0
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -267,23 +266,16 @@ def make_undumpable():
 
 
 def fork_for_judge(failure_fd):
-    """`os.fork()` for a process of the judge, before the program runs. A fork refused for lack of processes
-    (EAGAIN: the last program's processes are still being torn down) is tried again for a while; one that still
-    fails writes `JUDGE_FAULT` on `failure_fd` and exits, so that it is never taken for the program's failure."""
-    import time
-
-    deadline, pause = time.monotonic() + _FORK_RETRY_SECONDS, 0.001
-    while True:
+    """`os.fork()` for a process of the judge, before the program runs. A fork the kernel refuses writes
+    `JUDGE_FAULT` on `failure_fd` and exits: the program is judged again on a fresh sandbox (`testing._judged_run`),
+    never scored for it. (Not retried here: the retries would eat into the test's time limit.)"""
+    try:
+        return os.fork()
+    except OSError as error:
         try:
-            return os.fork()
-        except OSError as error:
-            if not isinstance(error, BlockingIOError) or time.monotonic() > deadline:
-                try:
-                    os.write(failure_fd, JUDGE_FAULT + f"cannot fork: {error}".encode()[:200])
-                finally:
-                    os._exit(72)
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+            os.write(failure_fd, JUDGE_FAULT + f"cannot fork: {error}".encode()[:200])
+        finally:
+            os._exit(72)
 
 
 def _keyctl(*arguments):

@@ -65,7 +65,11 @@ def _give_back(sandbox: Sandbox, memory: int, server: SandboxServer) -> None:
         server.close()
         return
     with _SERVERS_LOCK:
-        _SERVERS.setdefault(sandbox, {}).setdefault(memory, []).append(server)
+        pools = _SERVERS.get(sandbox)
+        if pools is not None:
+            pools.setdefault(memory, []).append(server)
+            return
+    server.close()  # its sandbox was closed while it judged (`close_servers`)
 
 
 def _close_all_servers() -> None:
