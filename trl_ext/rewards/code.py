@@ -48,7 +48,9 @@ from ..sandbox.testing import (
 from .base import TRAINER_KEYS, Reward, dataset_column, scores_for
 from .code_extraction import defines, extract_cpp_code, extract_python_code
 from .code_packages import needed_packages, packages_problem
-from .code_warnings import _cannot_judge, _warn_once, _warned, collected_warnings  # noqa: F401 - the last two re-exported
+from .code_warnings import _warned, collected_warnings  # noqa: F401 - re-exported
+from .code_warnings import cannot_judge as _cannot_judge
+from .code_warnings import warn_once as _warn_once
 from .code_formats import (
     FORMATS, RowTests, TestsFormatError, candidate_formats, detect_format, format_problems, header_for, row_tests,
 )

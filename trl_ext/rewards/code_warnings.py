@@ -10,14 +10,17 @@ import threading
 logger = logging.getLogger("trl_ext.rewards.code")
 
 _warned: set[str] = set()
+_MAX_REMEMBERED = 10_000
 _collecting = threading.local()
 
 
-def _warn_once(message: str) -> None:
+def warn_once(message: str) -> None:
     collected = getattr(_collecting, "messages", None)
     if collected is not None:  # a judge server: the warning goes back to the client too
         collected.append(message)
     if message not in _warned:
+        if len(_warned) >= _MAX_REMEMBERED:  # a judge server runs for weeks: it may say a warning again
+            _warned.clear()
         _warned.add(message)
         logger.warning("code reward: %s", message)
 
@@ -32,6 +35,6 @@ def collected_warnings():
         _collecting.messages = None
 
 
-def _cannot_judge(problem: str) -> None:
-    _warn_once(f"{problem}; such rows score None (cannot judge).")
+def cannot_judge(problem: str) -> None:
+    warn_once(f"{problem}; such rows score None (cannot judge).")
     return None
