@@ -233,7 +233,10 @@ def test_sigterm_drains_jobs_in_flight():
         job = threading.Thread(target=lambda: answer.setdefault(
             "response", requests.post(f"{url}/v1/judge", data=body, headers=headers(), timeout=60)))
         job.start()
-        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while requests.get(f"{url}/health", timeout=5).json()["in_flight"] == 0:  # the job is in the server
+            assert time.monotonic() < deadline, "the job never reached the server"
+            time.sleep(0.02)
         process.send_signal(signal.SIGTERM)
         job.join()
         assert answer["response"].status_code == 200 and answer["response"].json()["score"] == 1.0
