@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
 
 from red_team import ATTACKS  # noqa: E402
 from servers import TOKEN, judge_servers  # noqa: E402
-from test_red_team import TIMEOUT, contained_verdicts, score  # noqa: E402
+from test_red_team import TIMEOUT, assert_contained  # noqa: E402
 
 from trl_ext.rewards.code import CodeReward  # noqa: E402
 
@@ -26,12 +26,4 @@ def served():
 
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_attack_on_the_served_judge_is_contained(name, served):
-    attack = ATTACKS[name]
-    for program, row in attack.before:
-        assert score(served, program, row) == 1.0, "a right program judged before the attack"
-    hostile = score(served, attack.program, attack.row)
-    assert hostile in contained_verdicts(attack), f"the hostile program scored {hostile}"
-    for index, (program, row) in enumerate(attack.followers()):
-        assert score(served, program, row) == 1.0, f"program {index} judged after the attack"
-    for index, (program, row) in enumerate(attack.probes):
-        assert score(served, program, row) == 1.0, f"probe {index} after the attack"
+    assert_contained(served, ATTACKS[name])

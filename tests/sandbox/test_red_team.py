@@ -65,9 +65,9 @@ def score(reward: CodeReward, program: str, row: dict) -> float | None:
     return reward(completions=[fenced(program)], **{column: [value] for column, value in row.items()})[0]
 
 
-@pytest.mark.parametrize("name", list(ATTACKS))
-def test_attack_is_contained(name, reward):
-    attack = ATTACKS[name]
+def assert_contained(reward: CodeReward, attack) -> None:
+    """The right programs before the attack pass, the hostile one scores what its case allows (a wrong program's
+    None counts as not contained), and the programs and probes after it pass."""
     for program, row in attack.before:
         assert score(reward, program, row) == 1.0, "a right program judged before the attack"
     hostile = score(reward, attack.program, attack.row)
@@ -76,6 +76,11 @@ def test_attack_is_contained(name, reward):
         assert score(reward, program, row) == 1.0, f"program {index} judged after the attack"
     for index, (program, row) in enumerate(attack.probes):
         assert score(reward, program, row) == 1.0, f"probe {index} after the attack"
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_attack_is_contained(name, reward):
+    assert_contained(reward, ATTACKS[name])
 
 
 # A group of completions of one prompt, scored in one call by one worker: one sandbox server judges them in turn.

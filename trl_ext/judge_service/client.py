@@ -11,20 +11,19 @@ that no server could judge scores None with a warning naming each server and its
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import os
 import random
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ..sandbox.testing import CodeTestReport
+from .connections import FAULTS, KeptConnections
 from .protocol import job_payload, report_from_json, with_index
 
 __all__ = ["JudgeServers", "TOKEN_VARIABLE", "parse_executor"]
@@ -59,17 +58,8 @@ def parse_executor(spec: str | Sequence[str]) -> list[str]:
     return urls
 
 
-# What makes a server's answer unusable: refused, reset, timed out, broken HTTP or JSON (or JSON nested too deep).
-_FAULTS = (OSError, http.client.HTTPException, ValueError, TypeError, KeyError, RecursionError)
 # Busy answers (503) one job takes before it gives up: about ten minutes of servers that never have room.
 _MAX_BUSY_ANSWERS = 1200
-
-
-@dataclass(frozen=True)
-class _Response:
-    status_code: int
-    retry_after: str | None
-    body: bytes
 
 
 @dataclass
@@ -78,7 +68,6 @@ class _Server:
     capacity: int = 1
     in_flight: int = 0
     resting_until: float = 0.0
-    isolation: str = ""
 
 
 class JudgeServers:
@@ -96,18 +85,18 @@ class JudgeServers:
                 "`trl-ext sandbox serve`) or pass executor_token."
             )
         self.silence_timeout, self.cooldown, self.connect_timeout = silence_timeout, cooldown, connect_timeout
+        self._http = KeptConnections(connect_timeout)
         self._available = threading.Condition()
-        self._local = threading.local()
         self._pool: ThreadPoolExecutor | None = None
 
     def __getstate__(self):  # a reward pickles with its settings; connections and locks start anew
-        state = {**self.__dict__, "servers": [_Server(s.url, s.capacity, isolation=s.isolation) for s in self.servers]}
-        for name in ("_available", "_local", "_pool"):
+        state = {**self.__dict__, "servers": [_Server(s.url, s.capacity) for s in self.servers]}
+        for name in ("_available", "_pool"):
             del state[name]
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state, _available=threading.Condition(), _local=threading.local(), _pool=None)
+        self.__dict__.update(state, _available=threading.Condition(), _pool=None)
 
     # ------------------------------------------------------------------------------------------ checks
 
@@ -117,8 +106,9 @@ class JudgeServers:
         errors = {}
         for server in self.servers:
             try:
-                response = self._request(server.url, "GET", "/v1/info", None, self.connect_timeout)
-            except _FAULTS as error:
+                response = self._http.request(server.url, "GET", "/v1/info", None, self._headers(),
+                                              self.connect_timeout)
+            except FAULTS as error:
                 errors[server.url] = _short(error)
                 continue
             if response.status_code == 401:
@@ -134,7 +124,6 @@ class JudgeServers:
             # idles for a round trip (the queue holds at least that many: `--max-queue` 64 by default).
             workers = max(1, int(info.get("workers", 1)))
             server.capacity = workers + min(workers, int(info.get("max_queue", workers)))
-            server.isolation = str(info.get("isolation", ""))
         if len(errors) == len(self.servers):
             raise ConnectionError(
                 "Reward 'code': no judge server answers: " + "; ".join(f"{url}: {why}" for url, why in errors.items())
@@ -175,9 +164,10 @@ class JudgeServers:
         while len(errors) < len(self.servers) + 1 and busy < _MAX_BUSY_ANSWERS:
             server = self._take(errors)
             try:
-                response = self._request(server.url, "POST", "/v1/judge", body, self.silence_timeout)
+                response = self._http.request(server.url, "POST", "/v1/judge", body, self._headers(),
+                                              self.silence_timeout)
                 answer = _judged_job(response.body) if response.status_code == 200 else None
-            except _FAULTS as error:  # died, refused, silent past silence_timeout, broke its answer
+            except FAULTS as error:  # died, refused, silent past silence_timeout, broke its answer
                 self._give_back(server, rest=True)
                 errors[_attempt_key(server, errors)] = _short(error)
                 continue
@@ -219,35 +209,6 @@ class JudgeServers:
             if rest:
                 server.resting_until = time.monotonic() + self.cooldown
             self._available.notify_all()
-
-    def _request(self, url: str, method: str, path: str, body: bytes | None, timeout: float) -> _Response:
-        """One HTTP exchange on this thread's kept-alive connection to `url` (a connection the server closed
-        while idle is replaced once; any other failure raises)."""
-        connections = self._local.__dict__.setdefault("connections", {})
-        parts = urllib.parse.urlsplit(url)
-        for attempt in (0, 1):
-            connection = connections.get(url)
-            reused = connection is not None
-            if connection is None:
-                kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-                connection = connections[url] = kind(parts.hostname, parts.port, timeout=self.connect_timeout)
-            try:
-                if connection.sock is None:
-                    connection.connect()
-                connection.sock.settimeout(timeout)
-                connection.request(method, parts.path + path, body=body, headers=self._headers())
-                response = connection.getresponse()
-                answer = _Response(response.status, response.getheader("Retry-After"), response.read())
-                if response.will_close:
-                    connections.pop(url).close()
-                return answer
-            except _FAULTS as error:
-                connections.pop(url, None)
-                connection.close()
-                stale = isinstance(error, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError))
-                if not (reused and stale and attempt == 0):
-                    raise
-        raise AssertionError("unreachable")
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}

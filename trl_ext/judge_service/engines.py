@@ -13,13 +13,14 @@ internal error `XX`) is sent again, up to `attempts` times, then the test is `ju
 
 from __future__ import annotations
 
+import json
 import random
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..sandbox.testing import CodeTest, CodeTestReport, TestOutcome, outputs_match
+from .connections import FAULTS, KeptConnections
 
 __all__ = ["ENGINES", "ExecutionEngine", "PistonEngine", "SandboxFusionEngine", "engine_for"]
 
@@ -43,13 +44,7 @@ class ExecutionEngine:
 
     def __init__(self, url: str, *, job_timeout: float = 300.0, attempts: int = 3):
         self.url, self.job_timeout, self.attempts = url.rstrip("/"), job_timeout, attempts
-        self._local = threading.local()
-
-    def __getstate__(self):
-        return {key: value for key, value in self.__dict__.items() if key != "_local"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state, _local=threading.local())
+        self._http = KeptConnections()
 
     def execute(self, code: str, language: str, stdin: str, timeout: float, memory_mb: int,
                 compile_timeout: float) -> Execution:
@@ -74,7 +69,7 @@ class ExecutionEngine:
         for attempt in range(self.attempts):
             try:
                 run = self.execute(code, language, stdin, timeout, memory_mb, compile_timeout)
-            except Exception as error:  # noqa: BLE001 - connection refused, reset, timed out, bad JSON...
+            except FAULTS as error:  # connection refused, reset, timed out, bad JSON...
                 run = Execution(fault=f"{type(error).__name__}: {str(error)[:200]}")
             if run.fault is None:
                 return run
@@ -83,13 +78,11 @@ class ExecutionEngine:
                 time.sleep(min(0.2 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
         return Execution(fault=f"{self.name} at {self.url} failed {self.attempts} times: " + "; ".join(faults))
 
-    def _post(self, path: str, body: dict, timeout: float):
-        import requests
-
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session.post(f"{self.url}{path}", json=body, timeout=(5.0, timeout))
+    def _post(self, path: str, body: dict, timeout: float) -> tuple[int, str]:
+        """`(HTTP status, body text)` of a JSON POST to the service."""
+        response = self._http.request(self.url, "POST", path, json.dumps(body).encode(),
+                                      {"Content-Type": "application/json"}, timeout)
+        return response.status_code, response.body.decode(errors="replace")
 
 
 def _outcome(run: Execution, test: CodeTest, max_output: int, output_match: str) -> TestOutcome:
@@ -118,10 +111,10 @@ class SandboxFusionEngine(ExecutionEngine):
     def execute(self, code, language, stdin, timeout, memory_mb, compile_timeout) -> Execution:
         body = {"code": code, "language": self.LANGUAGES[language], "stdin": stdin, "run_timeout": timeout,
                 "compile_timeout": compile_timeout, "memory_limit_MB": memory_mb, "files": {}, "fetch_files": []}
-        response = self._post("/run_code", body, compile_timeout + timeout + self.job_timeout)
-        if response.status_code != 200:
-            return Execution(fault=f"HTTP {response.status_code}: {response.text[:200]}")
-        answer = response.json()
+        status, text = self._post("/run_code", body, compile_timeout + timeout + self.job_timeout)
+        if status != 200:
+            return Execution(fault=f"HTTP {status}: {text[:200]}")
+        answer = json.loads(text)
         if answer.get("status") == "SandboxError":
             return Execution(fault=f"SandboxError: {str(answer.get('message', ''))[:200]}")
         compiled = answer.get("compile_result")
@@ -157,10 +150,10 @@ class PistonEngine(ExecutionEngine):
         body = {"language": runtime, "version": version, "files": [{"name": "main", "content": code}],
                 "stdin": stdin, "run_timeout": int(timeout * 1000), "compile_timeout": int(compile_timeout * 1000),
                 "run_memory_limit": memory_mb << 20}
-        response = self._post("/execute", body, compile_timeout + timeout + self.job_timeout)
-        if response.status_code != 200 or not response.content:
-            return Execution(fault=f"HTTP {response.status_code}: {response.text[:200]}")
-        answer = response.json()
+        status, text = self._post("/execute", body, compile_timeout + timeout + self.job_timeout)
+        if status != 200 or not text:
+            return Execution(fault=f"HTTP {status}: {text[:200]}")
+        answer = json.loads(text)
         compiled = answer.get("compile")
         if compiled is not None and (compiled.get("code") != 0 or compiled.get("signal")):
             if compiled.get("status") == "XX":
