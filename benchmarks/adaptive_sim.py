@@ -91,7 +91,8 @@ from dynamic_sampling_sim import MAX_OVERSAMPLING, MAX_ROUNDS
 
 from trl_ext.sampling import AdaptiveSettings, DynamicSampler, SamplerSettings
 from trl_ext.sampling.assembly import rollout_rows
-from trl_ext.sampling.sampler import batch_history_advantages, local_processes
+from trl_ext.sampling.adaptive import batch_history_advantages
+from trl_ext.sampling.sampler import local_processes
 
 # The issue's target, measured there on the sparse environment: informative groups per 1k generated tokens >= 2x DAPO.
 TARGET_RATIO_TO_DAPO = 2.0
@@ -126,6 +127,7 @@ ARMS = [
     Arm("adaptive-skip", AdaptiveSettings(history_baseline=False, max_skip_probability=0.9)),
     Arm("adaptive-baseline", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0)),
     Arm("adaptive", AdaptiveSettings()),
+    Arm("adaptive-pilot", AdaptiveSettings(pilot_size=2)),
     Arm("oracle", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0), oracle=True),
 ]
 ARM_NAMES = [arm.name for arm in ARMS]
@@ -167,34 +169,39 @@ class BernoulliPrompts:
         self.tokens = 0
         self.rounds: list[tuple[list[int], np.ndarray]] = []  # (prompt indices, (groups, G) rewards) per round
 
-    def _draws(self, prompt: int, visit: int) -> tuple[np.ndarray, np.ndarray]:
+    def _draws(self, prompt: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The uniforms and length noise of the prompt's generations `start` to `start + count` (the `k`-th
+        generation of a prompt draws the same numbers in every arm, whatever increments it is generated in)."""
         if prompt not in self._streams:
             self._streams[prompt] = (np.random.default_rng([self.seed, 0x5EED, prompt]), [], [])
         rng, uniforms, normals = self._streams[prompt]
-        while len(uniforms) <= visit:  # extend in fixed chunks, so every arm sees the same numbers
-            uniforms.extend(rng.random((CHUNK, self.group_size)))
-            normals.extend(rng.standard_normal((CHUNK, self.group_size)))
-        return uniforms[visit], normals[visit]
+        while len(uniforms) < start + count:  # extend in fixed chunks, so every arm sees the same numbers
+            uniforms.extend(rng.random((CHUNK, self.group_size)).reshape(-1))
+            normals.extend(rng.standard_normal((CHUNK, self.group_size)).reshape(-1))
+        return np.array(uniforms[start : start + count]), np.array(normals[start : start + count])
 
     def generate_and_score(self, inputs, held_environments):
-        group_size = self.group_size
-        prompts = [int(row["pid"]) for row in inputs[::group_size]]
+        runs: list[list[int]] = []  # [prompt, completions] per prompt, in order (its rows are contiguous)
+        for row in inputs:
+            if runs and runs[-1][0] == int(row["pid"]):
+                runs[-1][1] += 1
+            else:
+                runs.append([int(row["pid"]), 1])
         rewards, lengths, rates = [], [], []
-        for prompt in prompts:
-            visit = self.visits.get(prompt, 0)
-            self.visits[prompt] = visit + 1
-            uniform, normal = self._draws(prompt, visit)
+        for prompt, count in runs:
+            start = self.visits.get(prompt, 0)
+            self.visits[prompt] = start + count
+            uniform, normal = self._draws(prompt, start, count)
             p = float(self.pass_rates[prompt])
             rewards.append((uniform < p).astype(np.float64))
             jitter = np.exp(LENGTH_JITTER * normal - LENGTH_JITTER**2 / 2)
             lengths.extend(np.maximum(1, np.rint(self.mean_lengths[prompt] * jitter)).astype(int).tolist())
-            rates += [p] * group_size
-        grouped = np.array(rewards).reshape(len(prompts), group_size)
-        self.rounds.append((prompts, grouped))
+            rates += [p] * count
+        self.rounds.append(([prompt for prompt, _ in runs], rewards))
         self.tokens += sum(lengths)
         completion_ids = [self._zeros.setdefault(length, [0] * length) for length in lengths]
         generation = ([[0]] * len(inputs), completion_ids, None, [""] * len(inputs), None, {"p": rates}, None, [])
-        scores = torch.tensor(grouped.reshape(-1, 1), dtype=torch.float32)
+        scores = torch.tensor(np.concatenate(rewards).reshape(-1, 1), dtype=torch.float32)
         rows = rollout_rows(
             generation, inputs=inputs, prompts=[row["prompt"] for row in inputs], rewards=scores, extra_logs={},
             environments=None,
@@ -264,9 +271,37 @@ class HistoryMirror:
             advantages = rewards - (history[:, 0:1] + others) / denominator
             judged = (np.abs(advantages) > ATOL).any(axis=1)
         for prompt, group in zip(prompts, rewards):
-            total, count = self.history.get(prompt, (0.0, 0.0))
-            self.history[prompt] = (total * self.decay + group.sum(), count * self.decay + group_size)
+            self.record(prompt, group)
         return judged
+
+    def record(self, prompt: int, rewards: np.ndarray) -> None:
+        total, count = self.history.get(prompt, (0.0, 0.0))
+        self.history[prompt] = (total * self.decay + rewards.sum(), count * self.decay + len(rewards))
+
+    def informative_in_calls(self, calls: list, group_size: int, use_history: bool) -> int:
+        """Informative groups of a step's generation calls, each `(prompts, rewards per prompt)`. A call of `G`
+        completions per prompt is a round of whole groups; with the pilot, a call of pilots is followed by the commit
+        of some of its prompts (a call whose prompts are all pilots still pending), and the pilots never committed
+        are recorded as visits of their own."""
+        informative, pending = 0, {}
+
+        def stop_pending():
+            for prompt, pilot in pending.items():
+                self.record(prompt, pilot)
+            pending.clear()
+
+        for prompts, rewards in calls:
+            if pending and set(prompts) <= set(pending):  # the commit of pending pilots
+                groups = np.stack([np.concatenate([pending.pop(p), r]) for p, r in zip(prompts, rewards)])
+                informative += int(self.informative(prompts, groups, use_history).sum())
+                stop_pending()
+            elif len(rewards[0]) == group_size and not pending:
+                informative += int(self.informative(prompts, np.stack(rewards), use_history).sum())
+            else:  # pilots
+                stop_pending()
+                pending = dict(zip(prompts, rewards))
+        stop_pending()
+        return informative
 
 
 # -------------------------------------------------------------------------------------------------- one run
@@ -314,7 +349,7 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
     order = prompt_order(seed, num_prompts, steps * groups)
     totals = dict.fromkeys(
         ["generated_tokens", "uninformative_tokens", "groups_generated", "informative_generated",
-         "informative_trained", "prompts_skipped", "rounds", "exhausted_steps", "carried_groups", "pg_signal"], 0
+         "informative_trained", "prompts_skipped", "prompts_stopped", "rounds", "exhausted_steps", "carried_groups", "pg_signal"], 0
     )  # fmt: skip
     totals["pg_signal"] = 0.0
     for step in range(steps):
@@ -326,11 +361,8 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
 
         # Every generated token counted once; informative groups as the rewards say; B groups trained.
         assert report.generated_tokens == source.tokens - tokens_before, (arm.name, step)
-        assert report.rounds_run == len(source.rounds) - rounds_before, (arm.name, step)
-        recomputed = sum(
-            int(mirror.informative(round_prompts, rewards, use_history).sum())
-            for round_prompts, rewards in source.rounds[rounds_before:]
-        )
+        assert len(report.rows_per_round) == len(source.rounds) - rounds_before, (arm.name, step)
+        recomputed = mirror.informative_in_calls(source.rounds[rounds_before:], group_size, use_history)
         assert report.informative_sampled == recomputed, (arm.name, step, report.informative_sampled, recomputed)
         assert len(batch.rows) == groups * group_size, (arm.name, step)
         kept_groups = batch.num_kept_rows // group_size
@@ -366,6 +398,7 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
         totals["informative_generated"] += report.informative_sampled
         totals["informative_trained"] += kept_groups
         totals["prompts_skipped"] += report.prompts_skipped
+        totals["prompts_stopped"] += report.prompts_stopped
         totals["rounds"] += report.rounds_run
         totals["exhausted_steps"] += report.exhausted
         totals["carried_groups"] += report.carried_groups

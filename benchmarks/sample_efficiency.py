@@ -64,7 +64,9 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
 # Each variant states every switch it depends on, so it means the same whatever DAPOConfig's defaults are.
-_ADAPTIVE = {"dynamic_sampling_mode": "adaptive", "dynamic_sampling_carry_max_staleness": 1}
+_ADAPTIVE = {
+    "dynamic_sampling_mode": "adaptive", "dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_pilot_size": 0
+}  # fmt: skip
 DAPO_VARIANTS = {
     "dapo": {"dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_max_skip_probability": 0.0},
     "dapo-no-carry": {"dynamic_sampling_carry_max_staleness": 0, "dynamic_sampling_max_skip_probability": 0.0},
@@ -80,12 +82,20 @@ DAPO_VARIANTS = {
     "dapo-adaptive-skip": {
         **_ADAPTIVE, "dynamic_sampling_history_baseline": False, "dynamic_sampling_max_skip_probability": 0.9
     },
+    # Both, and the pilot of 2 completions per prompt (the adaptive mode's defaults).
+    "dapo-adaptive-pilot": {
+        **_ADAPTIVE, "dynamic_sampling_history_baseline": True, "dynamic_sampling_max_skip_probability": 0.9,
+        "dynamic_sampling_pilot_size": 2,
+    },
 }  # fmt: skip
 GSPO_VARIANTS = {
     "gspo": {"dynamic_sampling": False},
     "gspo-dynamic": {"dynamic_sampling": True, "dynamic_sampling_carry_max_staleness": 4},
     "gspo-adaptive": {
         "dynamic_sampling": True, **DAPO_VARIANTS["dapo-adaptive"], "dynamic_sampling_carry_max_staleness": 4
+    },
+    "gspo-adaptive-pilot": {
+        "dynamic_sampling": True, **DAPO_VARIANTS["dapo-adaptive-pilot"], "dynamic_sampling_carry_max_staleness": 4
     },
 }  # fmt: skip
 METHODS = (*DAPO_VARIANTS, "grpo", *GSPO_VARIANTS)
@@ -311,6 +321,8 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
         "dapo-adaptive-skip": "tab:olive",
         "gspo-dynamic": "tab:gray",
         "gspo-adaptive": "darkgreen",
+        "dapo-adaptive-pilot": "darkred",
+        "gspo-adaptive-pilot": "lime",
     }
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:

@@ -65,4 +65,11 @@ def test_the_source_gives_every_arm_the_same_draws():
     assert [float(r) for r in a.columns["rewards"][:4]] == [float(r) for r in b.columns["rewards"][:4]]
     lengths = [[len(ids) for ids in rows.columns["completion_ids"][:4]] for rows in (a, b)]
     assert lengths[0] == lengths[1]
-    assert first.visits == {7: 2, 3: 1} and first.tokens > second.tokens
+    assert first.visits == {7: 8, 3: 4} and first.tokens > second.tokens  # completions generated per prompt
+    # Generated in increments (a pilot of 2, then the other 2), a prompt gets the draws of one call of 4.
+    third = adaptive_sim.BernoulliPrompts(world, 4, seed=0)
+    pilot, _ = third.generate_and_score(rows[:2], [])
+    commit, _ = third.generate_and_score(rows[2:4], [])
+    together = [float(r) for r in pilot.columns["rewards"] + commit.columns["rewards"]]
+    assert together == [float(r) for r in b.columns["rewards"][:4]]
+    assert [len(ids) for ids in pilot.columns["completion_ids"] + commit.columns["completion_ids"]] == lengths[1]

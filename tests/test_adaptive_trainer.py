@@ -27,6 +27,7 @@ def adaptive_config(tmp_path, config_class=DAPOConfig, **overrides):
         "learning_rate": 1e-3,
         "dynamic_sampling": True,
         "dynamic_sampling_mode": "adaptive",
+        "dynamic_sampling_pilot_size": 0,  # the pilot's own tests are below; these read whole-group rounds
         **overrides,
     }
     return config_class(**tiny_training_settings(tmp_path, **settings))
@@ -132,6 +133,13 @@ def test_gspo_trains_with_the_adaptive_mode(tmp_path, tiny_model_dir, level):
         ({"dynamic_sampling_history_decay": 1.0}, "dynamic_sampling_history_decay"),
         ({"dynamic_sampling_history_decay": -0.1}, "dynamic_sampling_history_decay"),
         ({"dynamic_sampling_max_skip_probability": 1.0}, "dynamic_sampling_max_skip_probability"),
+        ({"dynamic_sampling_pilot_size": GROUP}, "dynamic_sampling_pilot_size"),
+        ({"dynamic_sampling_pilot_size": -1}, "dynamic_sampling_pilot_size"),
+        ({"dynamic_sampling_pilot_size": 2, "dynamic_sampling_mode": "filter"}, "dynamic_sampling_pilot_size"),
+        (
+            {"dynamic_sampling_pilot_size": 2, "use_vllm": True, "vllm_mode": "server"},
+            "dynamic_sampling_pilot_size=2 .* vllm_mode='colocate'",
+        ),
     ],
 )
 @pytest.mark.parametrize("config_class", [DAPOConfig, GSPOConfig])
@@ -144,3 +152,64 @@ def test_the_adaptive_mode_sets_its_own_skip_cap_and_dapo_keeps_its_default(tmp_
     assert adaptive_config(tmp_path).dynamic_sampling_max_skip_probability == 0.9
     assert DAPOConfig(**tiny_training_settings(tmp_path)).dynamic_sampling_max_skip_probability == 0.0
     assert DAPOConfig(**tiny_training_settings(tmp_path)).dynamic_sampling_mode == "filter"
+
+
+def test_the_pilot_is_on_by_default_in_the_adaptive_mode_with_four_or_more_generations(tmp_path):
+    assert adaptive_config(tmp_path, dynamic_sampling_pilot_size=None).dynamic_sampling_pilot_size == 2
+    two = adaptive_config(tmp_path, dynamic_sampling_pilot_size=None, num_generations=2)
+    assert two.dynamic_sampling_pilot_size == 0
+    assert DAPOConfig(**tiny_training_settings(tmp_path)).dynamic_sampling_pilot_size == 0
+
+
+def mixed_right_or_wrong(prompts, completions, id, **kwargs):
+    """A pool as RL data often is: ids 4k+1 mixed (the first completion of each prompt in a call is right, so a
+    pilot of 2 is mixed), ids 4k+3 always right, even ids always wrong."""
+    first = [index == 0 or id[index - 1] != i for index, i in enumerate(id)]
+    return [float(i % 4 == 3 or (i % 4 == 1 and is_first)) for i, is_first in zip(id, first, strict=True)]
+
+
+@pytest.mark.parametrize("config_class, trainer_class", [(DAPOConfig, DAPOTrainer), (GSPOConfig, GSPOTrainer)])
+def test_the_pilot_trains_whole_groups_and_stops_prompts_that_stay_wrong(
+    tmp_path, tiny_model_dir, config_class, trainer_class
+):
+    """Each prompt's group is generated as a pilot of 2 and a commit of 2; prompts that are always wrong or always
+    right are stopped after their pilot once the pool's prior, their history and the yield say the rest is not worth
+    its tokens. Every trained group holds one prompt's 4 completions, all of them from prompts 4k+1."""
+    config = adaptive_config(
+        tmp_path,
+        config_class,
+        max_steps=6,
+        dynamic_sampling_pilot_size=2,
+        dynamic_sampling_max_skip_probability=0.0,  # decided prompts come back and are piloted, not skipped
+        **({"soft_overlong_punishment": False} if config_class is DAPOConfig else {}),
+    )
+    trainer = trainer_class(
+        tiny_model_dir, reward_funcs=mixed_right_or_wrong, args=config, train_dataset=make_prompt_dataset(16)
+    )
+    batches = record_batches(trainer)
+    trainer.train()
+    assert trainer.sampler.pilot is not None
+    for batch in batches:
+        prompts = batch["prompt_ids"].view(-1, GROUP, batch["prompt_ids"].size(1))
+        assert (prompts == prompts[:, :1]).all()  # the pilot and the commit of one prompt form each group
+        trained = batch["completion_mask"].sum(dim=1) > 0
+        ids = [i for i, kept in zip(batch_prompt_ids(trainer, batch), trained.tolist(), strict=True) if kept]
+        assert ids and all(i % 4 == 1 for i in ids)  # only the mixed prompts are informative
+    assert sum(metric_history(trainer, "dynamic_sampling/prompts_stopped")) > 0
+    generated = metric_history(trainer, "dynamic_sampling/tokens_generated")
+    assert all(value > 0 for value in generated)
+
+
+def test_an_explicit_pilot_with_a_rollout_func_is_refused_and_a_default_one_turned_off(tmp_path, tiny_model_dir):
+    def rollout_func(prompts, trainer):
+        raise AssertionError("not called: the trainer is only built")
+
+    dataset = make_prompt_dataset(16)
+    config = adaptive_config(tmp_path, dynamic_sampling_pilot_size=2)
+    with pytest.raises(ValueError, match="dynamic_sampling_pilot_size=2 .* rollout_func"):
+        DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset,
+                    rollout_func=rollout_func)  # fmt: skip
+    config = adaptive_config(tmp_path, dynamic_sampling_pilot_size=None)
+    trainer = DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset,
+                          rollout_func=rollout_func)  # fmt: skip
+    assert trainer.sampler.pilot is None and trainer.args.dynamic_sampling_pilot_size == 0

@@ -19,7 +19,8 @@ from trl_ext.sampling.adaptive import (
     informative_probability,
     skip_probability,
 )
-from trl_ext.sampling.sampler import HISTORY_COLUMN, batch_history_advantages, local_processes
+from trl_ext.sampling.adaptive import HISTORY_COLUMN, batch_history_advantages
+from trl_ext.sampling.sampler import local_processes
 
 from test_sampler import GROUP, EvenPromptsInformative, batch_inputs, dataset
 from test_sampler import settings as sampler_settings

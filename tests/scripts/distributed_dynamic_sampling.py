@@ -10,6 +10,11 @@ scored, the prompts of every trained batch, the log history, and a digest of the
 Each process sees a different keep rate: on process 0 every prompt group is informative, on process 1 only prompts
 with id % 4 == 0, so process 1 needs refill rounds that process 0 must run with it.
 
+With `DYNAMIC_SAMPLING_PILOT=<n>` in the environment it trains in the adaptive mode with a pilot of `n`
+completions, from a recent yield of one mixed group per 2 completions (so that an all-equal pilot stops): process 0's
+odd prompts are always wrong, and process 1's prompts with id % 4 == 1 always right. The processes then stop
+different numbers of prompts after their pilots, and must still generate as many rows in every call.
+
 What a CPU needs, and nothing else, is set here: DDP and FSDP configs train with `use_cpu=True` (gloo); DeepSpeed
 needs `use_cpu=False` (accelerate ignores DeepSpeed under `cpu=True`) with `ddp_backend="gloo"` and the launching
 environment's `DS_ACCELERATOR=cpu`.
@@ -32,14 +37,19 @@ use_deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false") == "true"
 state = PartialState(cpu=not use_deepspeed, backend="gloo" if use_deepspeed else None)
 rank = state.process_index
 dataset = Dataset.from_dict({"prompt": [f"{i}+{i}=" for i in range(64)], "id": list(range(64))})
+pilot = int(os.environ.get("DYNAMIC_SAMPLING_PILOT", "0"))
 scored_rows = []  # rows this process scored in each generation round, in order
 
 
 def rank_dependent_reward(completions, id, **kwargs):
     """Every group informative on process 0; on process 1 only prompts with id % 4 == 0 (keep rate ~0.25)."""
     scored_rows.append(len(completions))
-    informative = [rank == 0 or i % 4 == 0 for i in id]
-    return [float(row % 2) if keep else 0.0 for row, keep in enumerate(informative)]
+    informative = [(rank == 0 and not (pilot and i % 2)) or i % 4 == 0 for i in id]
+    always_right = [bool(pilot) and rank == 1 and i % 4 == 1 for i in id]
+    return [
+        float(row % 2) if keep else float(right)
+        for row, (keep, right) in enumerate(zip(informative, always_right, strict=True))
+    ]
 
 
 def config(max_steps: int, per_device_train_batch_size: int = 8) -> DAPOConfig:
@@ -63,6 +73,7 @@ def config(max_steps: int, per_device_train_batch_size: int = 8) -> DAPOConfig:
         # The optional parts of dynamic sampling too: every process must take the same decisions with them on.
         dynamic_sampling_carry_max_staleness=1,
         dynamic_sampling_max_skip_probability=0.9,
+        **({"dynamic_sampling_mode": "adaptive", "dynamic_sampling_pilot_size": pilot} if pilot else {}),
         seed=0,
     )
 
@@ -118,6 +129,8 @@ def fsdp2_sharding_check(model_path: str) -> dict:
 
 def train(max_steps: int, resume: bool) -> tuple[DAPOTrainer, list[int], list[list[int]]]:
     trainer = DAPOTrainer(model_path, reward_funcs=rank_dependent_reward, args=config(max_steps), train_dataset=dataset)
+    if pilot and not resume:
+        trainer.sampler.pilot.yield_.record(mixed_groups=100, completions=200)
     batch_sizes, batch_ids = [], []
     generate = trainer._generate_and_score_completions
 

@@ -1,6 +1,6 @@
 """Trains the tiny wide model with vLLM colocated and writes what each trainer did, for tests/vllm_cpu/test_colocate.py.
 
-    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, DAPOTrainer resumed, adaptive
+    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, resumed, adaptive, pilot
     accelerate launch ... colocate_run.py ddp MODEL_DIR OUTPUT_DIR   # DAPOTrainer on every launched process
 
 Each trainer's report records the global step of every weight sync into vLLM (calls of TRL's
@@ -120,9 +120,19 @@ def trainers(model_dir: str, output_dir: Path) -> None:
     train_and_report(DAPOTrainer, resumed, model_dir, output_dir / "resumed.json", resume_from=checkpoint)
     # The adaptive mode: pass-rate beliefs, the estimate skip and the history baseline, generating through vLLM.
     adaptive = DAPOConfig(
-        **vllm_settings(output_dir / "adaptive", soft_overlong_punishment=False, dynamic_sampling_mode="adaptive")
+        **vllm_settings(
+            output_dir / "adaptive",
+            soft_overlong_punishment=False,
+            dynamic_sampling_mode="adaptive",
+            dynamic_sampling_pilot_size=0,
+        )
     )
     train_and_report(DAPOTrainer, adaptive, model_dir, output_dir / "adaptive.json")
+    # Its defaults, the pilot included: vLLM generates each prompt in two calls of 2 rows.
+    pilot = DAPOConfig(
+        **vllm_settings(output_dir / "pilot", soft_overlong_punishment=False, dynamic_sampling_mode="adaptive")
+    )
+    train_and_report(DAPOTrainer, pilot, model_dir, output_dir / "pilot.json")
 
 
 def ddp(model_dir: str, output_dir: Path) -> None:

@@ -49,7 +49,7 @@ def vllm_env():
 def colocated(tmp_path_factory, wide_model_dir, vllm_env) -> dict:
     directory = tmp_path_factory.mktemp("colocated")
     run_script("colocate_run.py", ["trainers", str(wide_model_dir), str(directory)], vllm_env)
-    return {name: read_reports(directory, f"{name}.json")[0] for name in ("grpo", "dapo", "resumed", "adaptive")}
+    return {name: read_reports(directory, f"{name}.json")[0] for name in ("grpo", "dapo", "resumed", "adaptive", "pilot")}
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +150,14 @@ def test_two_processes_take_the_same_decisions_under_vllm(data_parallel):
         assert all(advantage != 0.0 for advantage in mine["advantages"] + theirs["advantages"])
     assert first["sync_steps"] == second["sync_steps"] == [0, 1, 2]
     assert first["parameter_digest"] == second["parameter_digest"]
+
+
+def test_the_adaptive_modes_pilot_generates_each_prompt_in_two_vllm_calls_and_trains_whole_groups(colocated):
+    pilot = colocated["pilot"]
+    assert pilot["global_step"] == STEPS and len(pilot["batches"]) == STEPS
+    assert all(math.isfinite(loss) for loss in metric(pilot, "loss"))
+    for batch in pilot["batches"]:
+        counts = {prompt_id: batch["ids"].count(prompt_id) for prompt_id in batch["ids"]}
+        assert set(counts.values()) == {GROUP}, counts  # every trained group: one prompt's pilot and commit
+        assert all(informative(prompt_id) for prompt_id in counts), counts
+    assert metric(pilot, "dynamic_sampling/prompts_stopped")

@@ -25,9 +25,13 @@ Sharding and resume: like the prompt history, the beliefs are global (every proc
 in process order), skip coins are keyed by `(seed, batch_key, round_index, prompt_index)`, and `state_dict` holds
 everything; decisions are identical on every process and after a resume.
 
-Left out (not built): generating a prompt in increments and stopping it once informative (Reinforce-Ada, arXiv
-2510.04996; SPEED-RL, arXiv 2506.09016), and giving prompts near p = 0 more than `G` completions (Knapsack RL):
-both need groups whose size varies within a batch, which TRL's advantage and batching code does not support.
+3. **While generating** (the pilot, `pilot.py`): with `pilot_size = n0`, a prompt is generated `n0` completions
+   first and the other `G - n0` only when its pilot is mixed or the rest is worth its tokens; otherwise it stops
+   at `n0` (its pilot is recorded here all the same).
+
+Left out (not built): more than two increments per prompt (Reinforce-Ada, arXiv 2510.04996, samples until a
+prompt is informative), and giving prompts near p = 0 more than `G` completions (Knapsack RL): both need groups
+whose size varies within a batch, which TRL's advantage and batching code does not support.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from .prompt_history import uniform_coin
 
 # Rewards above this count as a success in the pass-rate estimate (separates 1 from 0, and 1 from -1).
 SUCCESS_THRESHOLD = 0.5
+# Row column of the adaptive mode: each row's prompt history `(reward sum, count)` from before its group was sampled.
+HISTORY_COLUMN = "history_baseline"
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,15 @@ class AdaptiveSettings:
     max_skip_probability: float = 0.9  # the estimate skip's cap; 0 turns the skip off
     history_baseline: bool = True
     decay: float = 0.5  # weight of a prompt's earlier evidence at each new visit, in [0, 1)
+    pilot_size: int = 0  # completions generated first for each prompt, the rest only if worth it (0: off; `pilot`)
 
     def __post_init__(self):
         if not 0.0 <= self.max_skip_probability < 1.0:
             raise ValueError(f"max_skip_probability must be in [0, 1), got {self.max_skip_probability}.")
         if not 0.0 <= self.decay < 1.0:
             raise ValueError(f"decay must be in [0, 1), got {self.decay}.")
+        if self.pilot_size < 0:
+            raise ValueError(f"pilot_size must be at least 0 (0 turns the pilot off), got {self.pilot_size}.")
 
 
 def informative_probability(successes: float, failures: float, group_size: int) -> float:
@@ -105,6 +114,16 @@ def history_baseline_advantages(
     return advantages.view(-1).to(rewards.dtype)
 
 
+def batch_history_advantages(batch, settings) -> torch.Tensor:
+    """`(B,)` the adaptive mode's advantages of a `SampledBatch`'s rows (this process's): each row's reward minus the
+    leave-one-out baseline over its prompt's earlier rewards and its group's others (`history_baseline_advantages`);
+    0 for fillers and unjudged rows."""
+    group_size = settings.group_size
+    history = torch.tensor(batch.rows.columns[HISTORY_COLUMN][::group_size], dtype=torch.float64).view(-1, 2)
+    rewards = settings.advantage_rewards(batch.rewards().cpu())
+    return history_baseline_advantages(rewards, group_size, history[:, 0], history[:, 1])
+
+
 def informative_against_history(
     rewards: torch.Tensor, group_size: int, history_sum: torch.Tensor, history_count: torch.Tensor, atol: float = 1e-6
 ) -> torch.Tensor:
@@ -133,16 +152,24 @@ class PassRateBeliefs:
     def evidence(self, prompt_index: int) -> tuple[float, float, float, float]:
         return tuple(self._evidence.get(int(prompt_index), (0.0, 0.0, 0.0, 0.0)))
 
-    def record(self, prompt_indices: Sequence[int], filter_rewards: torch.Tensor, rewards: torch.Tensor) -> None:
+    def visit_evidence(self, prompt_index: int) -> tuple[float, float]:
+        """The prompt's `(successes, failures)` as a new visit starts: the earlier evidence, discounted."""
+        successes, failures, _, _ = self.evidence(prompt_index)
+        return successes * self.settings.decay, failures * self.settings.decay
+
+    def record(
+        self, prompt_indices: Sequence[int], filter_rewards: torch.Tensor, rewards: torch.Tensor, size: int | None = None
+    ) -> None:
         """Record each group of a round, in order (prompt indices below 0 are unknown and ignored).
 
         Args:
             prompt_indices: one dataset index per group.
-            filter_rewards: `(num_groups * G,)` the filter rewards (successes and failures), NaN if unjudged.
-            rewards: `(num_groups * G,)` the rewards advantages are computed from, NaN if unjudged.
+            filter_rewards: `(num_groups * size,)` the filter rewards (successes and failures), NaN if unjudged.
+            rewards: `(num_groups * size,)` the rewards advantages are computed from, NaN if unjudged.
+            size: completions per group (default G; a stopped pilot's are fewer).
         """
-        filtered = filter_rewards.view(-1, self.group_size).tolist()
-        total = rewards.view(-1, self.group_size).tolist()
+        filtered = filter_rewards.view(-1, size or self.group_size).tolist()
+        total = rewards.view(-1, size or self.group_size).tolist()
         for index, group_filter, group_total in zip(prompt_indices, filtered, total, strict=True):
             judged = [value for value in group_filter if not math.isnan(value)]
             scored = [value for value in group_total if not math.isnan(value)]

@@ -22,7 +22,13 @@ from typing import Any, Protocol
 import torch
 from datasets import IterableDataset
 
-from .adaptive import AdaptiveSettings, PassRateBeliefs, history_baseline_advantages, informative_against_history
+from .adaptive import (
+    HISTORY_COLUMN,
+    SUCCESS_THRESHOLD,
+    AdaptiveSettings,
+    PassRateBeliefs,
+    informative_against_history,
+)
 from .assembly import Round, Rows, assemble, carried_payload, carried_round, completion_lengths, group_rows
 from .backoff import BackoffController, SamplingMode
 from .carry import CarriedGroup, CarryBuffer, first_round_plans, surplus_informative_groups
@@ -34,6 +40,7 @@ from .dynamic_sampling import (
     prompts_for_processes,
     spare_groups_to_fill,
 )
+from .pilot import PilotAndCommit
 from .prompt_history import PromptHistory, group_outcomes
 from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
 
@@ -43,8 +50,6 @@ logger = logging.getLogger(__name__)
 STREAM_SKIP_PATIENCE = 10_000
 # Generation batches in a row in which every group was informative before the sampler says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
-# Row column of the adaptive mode: each row's prompt history `(reward sum, count)` from before its group was sampled.
-HISTORY_COLUMN = "history_baseline"
 
 
 class Processes(Protocol):
@@ -112,6 +117,7 @@ class BatchReport:
     exhausted: bool = False
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
+    prompts_stopped: int = 0  # prompts stopped after their pilot, over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
     batch_rows: int = 0  # rows of one plain generation batch, over all processes (what GRPO would generate)
     sampler_seconds: float = 0.0  # the sampler's own time: its wall time less the source's generation and scoring
@@ -193,6 +199,8 @@ class DynamicSampler:
         self.beliefs = (
             PassRateBeliefs(settings.adaptive, settings.group_size, settings.seed) if settings.adaptive else None
         )
+        pilot_size = settings.adaptive.pilot_size if settings.adaptive else 0
+        self.pilot = PilotAndCommit(pilot_size, settings.group_size, SUCCESS_THRESHOLD) if pilot_size else None
         self._backoff_announced = False
         self._always_informative_batches = 0
 
@@ -207,6 +215,7 @@ class DynamicSampler:
                 "backoff": self.backoff.state_dict(),
                 "prompt_history": self.prompt_history.state_dict() if self.prompt_history else None,
                 "beliefs": self.beliefs.state_dict() if self.beliefs is not None else None,
+                "pilot": self.pilot.state_dict() if self.pilot is not None else None,
                 "refill_stream": getattr(self.refills, "state_dict", dict)(),
             },
             "carry": self.carry.state_dict(),
@@ -236,6 +245,8 @@ class DynamicSampler:
             self.prompt_history.load_state_dict(shared["prompt_history"])
         if self.beliefs is not None and shared.get("beliefs"):
             self.beliefs.load_state_dict(shared["beliefs"])
+        if self.pilot is not None and shared.get("pilot"):
+            self.pilot.load_state_dict(shared["pilot"])
 
     # --------------------------------------------------------------------------------------------- the loop
 
@@ -297,18 +308,26 @@ class DynamicSampler:
             refills, cursor, skipped_refills = self._draw_refills(draw_key, batch_indices, cursor, counts, round_index)
             report.prompts_skipped += skipped_refills
             round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(refills[rank])
-            round_indices = [index for own, drawn in zip(kept_batch, refills, strict=True) for index in own + drawn]
-            round_rows, rewards_per_func = source.generate_and_score(round_inputs, held_environments)
-            report.rows_per_round.append(len(round_inputs) * num_processes)
-            first_group = sum(len(own) + len(drawn) for own, drawn in list(zip(kept_batch, refills))[:rank])
-            informative = self._judge_round(round_rows, rewards_per_func, round_indices, first_group, report)
+            drawn = [own + fresh for own, fresh in zip(kept_batch, refills, strict=True)]
+            round_rows, rewards_per_func, generated, stopped_rows = self._generate(
+                source, round_inputs, drawn, held_environments, report
+            )
+            round_indices = [index for indices in generated for index in indices]
+            first_group = sum(len(indices) for indices in generated[:rank])
+            stopped = [len(all_drawn) - len(kept_ones) for all_drawn, kept_ones in zip(drawn, generated, strict=True)]
+            informative = self._judge_round(round_rows, rewards_per_func, round_indices, first_group, report, stopped)
 
             deficit = groups_needed - int(available[rank]) - int(kept_per_process[rank])  # what carried ones leave
             kept = groups_to_keep(informative[rank], deficit)
             room = deficit - len(kept) - sum(held.spare for held in rounds)
             spare = (~informative[rank]).nonzero(as_tuple=True)[0][: max(room, 0)]
             selected = round_rows.select(group_rows(torch.cat([kept, spare]), group_size).tolist())
-            rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare)))
+            # Stopped pilots, padded to whole groups, are fillers too: a batch whose rounds all stop stays whole.
+            padded = (len(stopped_rows) // group_size) if stopped_rows is not None else 0
+            extra = min(max(room - len(spare), 0), padded)
+            if extra:
+                selected = Rows.concat([selected, stopped_rows.select(list(range(extra * group_size)))])
+            rounds.append(Round(rows=selected, kept=len(kept), spare=len(spare) + extra))
             held_environments += selected.columns["environments"] or []
             if self.carry.max_staleness > 0:
                 surplus += [
@@ -376,13 +395,51 @@ class DynamicSampler:
 
     # ------------------------------------------------------------------------------------------ decisions
 
+    def _generate(
+        self, source: RoundSource, inputs: list[dict[str, Any]], drawn: list[list[int]], held_environments: list, report
+    ) -> tuple[Rows, torch.Tensor, list[list[int]], Rows | None]:
+        """Generate and score a round: this process's rows, every process's `(N, F)` rewards, per process the
+        prompts whose groups were generated (all of `drawn`, or, with the pilot, those committed; the stopped ones
+        are recorded in the beliefs and the report here), and the stopped pilots padded to groups (or None)."""
+        if self.pilot is None:
+            rows, rewards_per_func = source.generate_and_score(inputs, held_environments)
+            report.rows_per_round.append(len(inputs) * self.processes.num_processes)
+            return rows, rewards_per_func, drawn, None
+        settings = self.settings
+        generated, stopped_pilots = self.pilot.run(
+            source,
+            inputs,
+            drawn,
+            self.processes.process_index,
+            held_environments,
+            evidence=self.beliefs.visit_evidence,
+            outcomes=lambda rewards: filter_rewards(rewards, settings.filter_weights, settings.filter_used).cpu(),
+        )
+        for indices, rewards_per_func in stopped_pilots:
+            outcomes = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used).cpu()
+            totals = settings.advantage_rewards(rewards_per_func).cpu()
+            self.beliefs.record(indices, outcomes, totals, size=self.pilot.pilot_size)
+            report.prompts_stopped += len(indices)
+        report.rows_per_round += generated.rows_per_call
+        report.generated_tokens += generated.stopped_tokens
+        report.uninformative_tokens += generated.stopped_tokens
+        committed = [[indices[j] for j in chosen] for indices, chosen in zip(drawn, generated.committed, strict=True)]
+        return generated.rows, generated.rewards_per_func, committed, generated.stopped_rows
+
     def _judge_round(
-        self, rows: Rows, rewards_per_func: torch.Tensor, prompt_indices: list[int], first_group: int, report
+        self,
+        rows: Rows,
+        rewards_per_func: torch.Tensor,
+        prompt_indices: list[int],
+        first_group: int,
+        report,
+        stopped: list[int] | None = None,
     ) -> torch.Tensor:
         """Which groups of a round are informative, `(num_processes, groups per process)`; records the round in the
         keep rates, the prompt history or beliefs and the report. In the adaptive mode each local row gets its prompt's
         history from before this round (`HISTORY_COLUMN`), and a group is informative when its history-baseline
-        advantages are not all zero."""
+        advantages are not all zero. `stopped`: per process, prompts of the round stopped after their pilot, which
+        the keep rates count as drawn and not kept."""
         settings, group_size = self.settings, self.settings.group_size
         rewards = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used)
         informative = informative_group_mask(rewards, group_size)
@@ -400,8 +457,9 @@ class DynamicSampler:
         elif self.prompt_history is not None:
             self.prompt_history.record(prompt_indices, group_outcomes(rewards.cpu(), group_size))
         informative = informative.view(self.processes.num_processes, -1).cpu()
-        for estimator, process_informative in zip(self.keep_rates, informative, strict=True):
-            estimator.update(int(process_informative.sum()), process_informative.numel())
+        stopped = stopped or [0] * self.processes.num_processes
+        for estimator, process_informative, process_stopped in zip(self.keep_rates, informative, stopped, strict=True):
+            estimator.update(int(process_informative.sum()), process_informative.numel() + process_stopped)
         report.groups_sampled += informative.numel()
         report.informative_sampled += int(informative.sum())
         lengths = completion_lengths(rows.generation())
@@ -502,16 +560,6 @@ class DynamicSampler:
                 "never has zero variance and nothing is filtered. Set `dynamic_sampling_filter_reward` to a verifier "
                 "reward (right/wrong), or `dynamic_sampling=False`."
             )
-
-
-def batch_history_advantages(batch: SampledBatch, settings: SamplerSettings) -> torch.Tensor:
-    """`(B,)` the adaptive mode's advantages of a batch's rows (this process's): each row's reward minus the
-    leave-one-out baseline over its prompt's earlier rewards and its group's others (`history_baseline_advantages`);
-    0 for fillers and unjudged rows."""
-    group_size = settings.group_size
-    history = torch.tensor(batch.rows.columns[HISTORY_COLUMN][::group_size], dtype=torch.float64).view(-1, 2)
-    rewards = settings.advantage_rewards(batch.rewards().cpu())
-    return history_baseline_advantages(rewards, group_size, history[:, 0], history[:, 1])
 
 
 class _TimedSource:

@@ -40,6 +40,7 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._judging = torch.tensor([not is_shaping_reward(func) for func in self.reward_funcs])
+        self._refuse_pilot_with_rollout_func()
         if self.args.dynamic_sampling and self.train_dataset is not None:
             processes = Processes(self.accelerator)
             self.sampler = self.sampler_class(self._sampler_settings(), self.train_dataset, processes)
@@ -47,6 +48,22 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
     __init__.__signature__ = inspect.signature(GRPOTrainer.__init__)
 
     # ------------------------------------------------------------------------------------------------ set-up
+
+    def _refuse_pilot_with_rollout_func(self):
+        """A `rollout_func` may generate per prompt group (as TRL's examples do, asking vLLM for `num_generations`
+        completions per distinct prompt): the pilot's rounds of other sizes are refused, or, left at its default,
+        turned off."""
+        if self.rollout_func is None or not self.args.dynamic_sampling_pilot_size:
+            return
+        if getattr(self.args, "_pilot_size_defaulted", False):
+            logger.info("A rollout_func generates the rollouts: the adaptive mode's pilot is off.")
+            self.args.dynamic_sampling_pilot_size = 0
+            return
+        raise ValueError(
+            f"dynamic_sampling_pilot_size={self.args.dynamic_sampling_pilot_size} generates each prompt in two calls "
+            "of other sizes than num_generations, which a rollout_func may not expect (TRL's examples ask vLLM for "
+            "num_generations completions per prompt): set dynamic_sampling_pilot_size=0."
+        )
 
     def _sampler_settings(self) -> SamplerSettings:
         args = self.args
@@ -69,6 +86,7 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
                     max_skip_probability=args.dynamic_sampling_max_skip_probability,
                     history_baseline=args.dynamic_sampling_history_baseline,
                     decay=args.dynamic_sampling_history_decay,
+                    pilot_size=args.dynamic_sampling_pilot_size,
                 )
                 if args.dynamic_sampling_mode == "adaptive"
                 else None
@@ -145,11 +163,13 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             "prompts_sampled": sampled,
             "tokens_generated": generated,
             # Fresh informative groups that made it into the batch (fillers excluded), over all groups generated for.
-            "groups_kept_fraction": report.fresh_groups_kept / sampled,
-            "generated_zero_std_fraction": 1.0 - report.informative_sampled / sampled,
+            "groups_kept_fraction": report.fresh_groups_kept / sampled if sampled else 0.0,
+            # (every prompt stopped after its pilot: no group was generated, none had a gradient)
+            "generated_zero_std_fraction": 1.0 - report.informative_sampled / sampled if sampled else 1.0,
             "rounds_exhausted": report.exhausted,
             "backoff": report.backing_off,
             "prompts_skipped": report.prompts_skipped,
+            "prompts_stopped": report.prompts_stopped,
             "carried_groups": carried_groups,
             "carried_staleness": staleness_sum / carried_groups if carried_groups else 0.0,
             "carry_dropped": carry_dropped,

@@ -17,6 +17,8 @@ MODE_CHOICES = ("filter", "adaptive")
 # `dynamic_sampling_max_skip_probability` when left at None: the prompt history is off in DAPO's mode, and the
 # estimate skip's cap is 0.9 in the adaptive mode.
 DEFAULT_MAX_SKIP_PROBABILITY = {"filter": 0.0, "adaptive": 0.9}
+# `dynamic_sampling_pilot_size` when left at None in the adaptive mode with num_generations >= 4.
+DEFAULT_PILOT_SIZE = 2
 
 # Metadata of the `dynamic_sampling` switch, for a config that redeclares it with its own default:
 # `dynamic_sampling: bool = field(default=True, metadata=DYNAMIC_SAMPLING_METADATA)`.
@@ -96,6 +98,17 @@ _PARAMETER_DOCS = {
         """Adaptive mode only: the weight, in [0, 1), of a prompt's earlier evidence each time it is sampled again
         (the pass-rate beliefs and the history baseline follow a policy that changes). 0 keeps only the last
         visit.""",
+    ),
+    "dynamic_sampling_pilot_size": (
+        "int` or `None",
+        """Adaptive mode only: each prompt of a round is first generated this many completions (the pilot); a
+        prompt whose pilot is all-right or all-wrong gets its other `num_generations - pilot_size` completions only
+        when the chance that they bring the missing outcome, per completion, is at least the recent yield of mixed
+        groups per completion; otherwise it stops at the pilot (metric `dynamic_sampling/prompts_stopped`). Trained
+        groups keep `num_generations` completions. `None` (the default): 2 in the `"adaptive"` mode when
+        `num_generations >= 4`, else 0; `0` turns the pilot off. Needs generation that takes any number of rows per
+        prompt: `transformers`, or vLLM in `"colocate"` mode (not `"server"`, which asks vLLM for `num_generations`
+        completions per prompt, nor a `rollout_func`).""",
     ),
     "dynamic_sampling_carry_max_staleness": (
         "int` or `None",
@@ -225,6 +238,13 @@ class DynamicSamplingArguments:
         default=0.5,
         metadata={"help": "Adaptive mode: weight in [0, 1) of a prompt's earlier evidence at each new visit."},
     )
+    dynamic_sampling_pilot_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "Adaptive mode: completions generated first for each prompt; the rest only when worth its tokens "
+            "(0: off). None: 2 in 'adaptive' mode when num_generations >= 4, else 0."
+        },
+    )
     dynamic_sampling_carry_max_staleness: int | None = field(
         default=None,
         metadata={
@@ -265,10 +285,35 @@ class DynamicSamplingArguments:
                 "dynamic_sampling_max_skip_probability must be in [0, 1) (a skipped prompt must keep a chance to come "
                 f"back; 0 turns the skip off), got {self.dynamic_sampling_max_skip_probability}."
             )
+        self._validate_pilot()
         if not 0.0 <= self.dynamic_sampling_history_decay < 1.0:
             raise ValueError(
                 "dynamic_sampling_history_decay must be in [0, 1) (the weight of a prompt's earlier evidence at each "
                 f"new visit; 0 keeps only the last visit), got {self.dynamic_sampling_history_decay}."
+            )
+
+    def _validate_pilot(self):
+        adaptive = self.dynamic_sampling_mode == "adaptive"
+        # Whether the pilot size is the default's (a trainer with a `rollout_func` then turns it off).
+        self._pilot_size_defaulted = self.dynamic_sampling_pilot_size is None
+        if self.dynamic_sampling_pilot_size is None:
+            self.dynamic_sampling_pilot_size = DEFAULT_PILOT_SIZE if adaptive and self.num_generations >= 4 else 0
+        pilot = self.dynamic_sampling_pilot_size
+        if pilot and not adaptive:
+            raise ValueError(
+                f"dynamic_sampling_pilot_size={pilot} is a rule of the adaptive mode: set "
+                "dynamic_sampling_mode='adaptive', or dynamic_sampling_pilot_size=0."
+            )
+        if not 0 <= pilot < self.num_generations:
+            raise ValueError(
+                f"dynamic_sampling_pilot_size must be in [0, num_generations - 1] = [0, {self.num_generations - 1}] "
+                f"(0 turns the pilot off), got {pilot}."
+            )
+        if pilot and self.use_vllm and self.vllm_mode == "server":
+            raise ValueError(
+                f"dynamic_sampling_pilot_size={pilot} generates a prompt's completions in two calls of "
+                "pilot_size and num_generations - pilot_size rows, and TRL's vLLM server mode asks for "
+                "num_generations completions per prompt: use vllm_mode='colocate', or set dynamic_sampling_pilot_size=0."
             )
 
     def _validate_dynamic_sampling(self):

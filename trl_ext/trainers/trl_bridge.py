@@ -46,7 +46,8 @@ from ..sampling.assembly import (
     sampled_log_probs,
 )
 from ..sampling.environments import free_instances, merge_instances, stand_ins
-from ..sampling.sampler import HISTORY_COLUMN, SampledBatch, batch_history_advantages
+from ..sampling.adaptive import HISTORY_COLUMN, batch_history_advantages
+from ..sampling.sampler import SampledBatch
 from .sampled_scores import SampledTokenScores, scores_agree
 from .scoring import mark_unjudged_completions
 
