@@ -36,8 +36,12 @@ over-sampling, confidence 0.95, carry of at most B groups for 1 update):
 2. **dapo**: dynamic sampling, `adaptive=None`, carry on;
 3. **adaptive-skip**: `AdaptiveSettings(history_baseline=False, max_skip_probability=0.9)`;
 4. **adaptive-baseline**: `AdaptiveSettings(history_baseline=True, max_skip_probability=0.0)`;
-5. **adaptive**: `AdaptiveSettings()` (both, the defaults);
-6. **oracle** (an upper reference, not a competitor): the `adaptive-baseline` sampler whose skip is replaced by the
+5. **adaptive**: `AdaptiveSettings(pilot_size=0)` (both);
+6. **adaptive-baseline-pilot**: the history baseline and the pilot (`pilot_size=2`), no skip;
+7. **adaptive-pilot**: all three, the adaptive mode's defaults with `G = 8` (the pilot: 2 completions per prompt
+   first, the other 6 only when the chance that they bring the missing outcome, per completion, is at least the
+   recent yield of mixed groups per completion; `trl_ext/sampling/pilot.py`);
+8. **oracle** (an upper reference, not a competitor): the `adaptive-baseline` sampler whose skip is replaced by the
    truth. It knows each prompt's current `p_i` and reads the sampler's own per-prompt history; it generates for a
    prompt only if `q_i = 1 - p_i^G [no failure in history] - (1 - p_i)^G [no success in history]` (the true chance
    that the group is informative as the history baseline counts it: mixed, or all-equal with a history mean that
@@ -127,10 +131,12 @@ ARMS = [
     Arm("adaptive-skip", AdaptiveSettings(history_baseline=False, max_skip_probability=0.9)),
     Arm("adaptive-baseline", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0)),
     Arm("adaptive", AdaptiveSettings()),
+    Arm("adaptive-baseline-pilot", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0, pilot_size=2)),
     Arm("adaptive-pilot", AdaptiveSettings(pilot_size=2)),
     Arm("oracle", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0), oracle=True),
 ]
 ARM_NAMES = [arm.name for arm in ARMS]
+DEFAULT_ARM = "adaptive-pilot"  # the adaptive mode as `DAPOConfig(dynamic_sampling_mode="adaptive")` runs it
 
 
 # ------------------------------------------------------------------------------------------------ the world
@@ -349,7 +355,8 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
     order = prompt_order(seed, num_prompts, steps * groups)
     totals = dict.fromkeys(
         ["generated_tokens", "uninformative_tokens", "groups_generated", "informative_generated",
-         "informative_trained", "prompts_skipped", "prompts_stopped", "rounds", "exhausted_steps", "carried_groups", "pg_signal"], 0
+         "informative_trained", "prompts_skipped", "prompts_stopped", "rounds", "exhausted_steps", "carried_groups",
+         "pg_signal"], 0
     )  # fmt: skip
     totals["pg_signal"] = 0.0
     for step in range(steps):
@@ -508,7 +515,7 @@ def run_arms(seeds: list[int], config: dict, oracle_threshold: float, workers: i
 
 
 def results_payload(args, seeds, world, oracle, summary, totals_per_arm, wall_seconds) -> dict:
-    adaptive_ratio = summary["adaptive"]["informative_trained_per_1k_tokens_ratio_to_dapo"]
+    adaptive_ratio = summary[DEFAULT_ARM]["informative_trained_per_1k_tokens_ratio_to_dapo"]
     return {
         "benchmark": "adaptive_sim",
         "scenario": "drifting" if args.drift else "static",
@@ -533,6 +540,7 @@ def results_payload(args, seeds, world, oracle, summary, totals_per_arm, wall_se
         "oracle": oracle,
         "target": {
             "ratio_to_dapo": TARGET_RATIO_TO_DAPO,
+            "arm": DEFAULT_ARM,
             "adaptive_ratio_mean": adaptive_ratio["mean"],
             "adaptive_ratio_ci95": adaptive_ratio["ci95"],
             "met": adaptive_ratio["ci95"][0] >= TARGET_RATIO_TO_DAPO,
@@ -571,7 +579,7 @@ def main(argv=None):
     print(arms_table(summary, ARM_NAMES, args.drift))
     world = describe_world(seeds[0], args.prompts, args.group_size, args.mix)
     print("\n" + run_description(args, world, len(seeds), oracle))
-    adaptive_ratio = summary["adaptive"]["informative_trained_per_1k_tokens_ratio_to_dapo"]
+    adaptive_ratio = summary[DEFAULT_ARM]["informative_trained_per_1k_tokens_ratio_to_dapo"]
     print(target_note(TARGET_RATIO_TO_DAPO, adaptive_ratio, time.perf_counter() - started))
     payload = results_payload(args, seeds, world, oracle, summary, totals_per_arm, time.perf_counter() - started)
     write_json(args.out, payload)

@@ -100,10 +100,10 @@ def run_description(args, world: dict, num_seeds: int, oracle: dict) -> str:
     )
 
 
-def target_note(target_ratio: float, adaptive_ratio: dict, wall_seconds: float) -> str:
+def target_note(target_ratio: float, adaptive_ratio: dict, wall_seconds: float, arm: str = "adaptive-pilot") -> str:
     low, high = adaptive_ratio["ci95"]
     return (
         f"Issue target: >= {target_ratio}x DAPO's informative groups per 1k tokens (on the sparse "
-        f"environment); here adaptive reaches {adaptive_ratio['mean']:.2f}x [{low:.2f}, {high:.2f}]. Wall time "
+        f"environment); here {arm} reaches {adaptive_ratio['mean']:.2f}x [{low:.2f}, {high:.2f}]. Wall time "
         f"{wall_seconds:.0f} s."
     )

@@ -27,6 +27,8 @@ steps and against tokens. The JSON is rewritten after every run, so an interrupt
 
     python benchmarks/sample_efficiency.py --out benchmarks/results/sample_efficiency.json  # 5 seeds x 150 steps
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
+    python benchmarks/sample_efficiency.py --task code --steps 100 --methods grpo dapo dapo-adaptive-pilot \
+        --out benchmarks/results/sample_efficiency_code.json   # the built-in code task, judged in the sandbox
 """
 
 from __future__ import annotations
@@ -63,6 +65,19 @@ from trl_ext.tasks import load_raw_dataset, resolve_model_path
 
 DEFAULT_MODEL = "builtin:tiny-arithmetic"
 DEFAULT_TASK = "builtin:arithmetic"
+# What differs between the built-in tasks (`--task`): the checkpoint, the data, the verifier (also the filter
+# reward), the learning rate and the completion length, as their default recipes set them.
+TASKS = {
+    "arithmetic": {
+        "model": DEFAULT_MODEL, "dataset": DEFAULT_TASK,
+        "reward": ("exact_match", {"extract": "none", "normalize": False}),
+        "learning_rate": 2e-4, "max_completion_length": 8,
+    },
+    "code": {  # recipes/configs/dapo_code_default.yaml: programs judged by the `code` reward in the sandbox
+        "model": "builtin:tiny-code", "dataset": "builtin:code-functions", "reward": ("code", {}),
+        "learning_rate": 1e-3, "max_completion_length": 24,
+    },
+}  # fmt: skip
 # Each variant states every switch it depends on, so it means the same whatever DAPOConfig's defaults are.
 _ADAPTIVE = {
     "dynamic_sampling_mode": "adaptive", "dynamic_sampling_carry_max_staleness": 1, "dynamic_sampling_pilot_size": 0
@@ -140,39 +155,42 @@ class TokensAtStep(TrainerCallback):
         self.by_step[state.global_step] = (*generated, self.train_seconds)
 
 
-def method_setup(method: str, settings: dict):
-    """(trainer class, config) for one method; `settings` are the ones all methods share."""
+def method_setup(method: str, settings: dict, verifier: str = "exact_match"):
+    """(trainer class, config) for one method; `settings` are the ones all methods share, `verifier` the name of
+    the reward dynamic sampling filters on."""
     if method in DAPO_VARIANTS:
         config = DAPOConfig(
-            **settings, dynamic_sampling_filter_reward="exact_match", overlong_buffer_length=4, **DAPO_VARIANTS[method]
+            **settings, dynamic_sampling_filter_reward=verifier, overlong_buffer_length=4, **DAPO_VARIANTS[method]
         )
         return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
     if method == "grpo":
         return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings)
     if method in GSPO_VARIANTS:
         # One rollout of 4 x 64 completions feeds 4 optimiser steps of 64, so every method trains on 64 per step.
-        dynamic = {"dynamic_sampling_filter_reward": "exact_match"} if GSPO_VARIANTS[method]["dynamic_sampling"] else {}
+        dynamic = {"dynamic_sampling_filter_reward": verifier} if GSPO_VARIANTS[method]["dynamic_sampling"] else {}
         config = GSPOConfig(**settings, steps_per_generation=4, **dynamic, **GSPO_VARIANTS[method])
         return type("CountingGSPOTrainer", (CountGeneratedTokens, GSPOTrainer), {}), config
     raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
 
 
 def run(method: str, seed: int, args, model_path: str, task, output_dir: Path) -> dict:
+    spec = TASKS[args.task]
     settings = common_training_args(
         output_dir,
         args.device,
-        learning_rate=args.learning_rate,
+        learning_rate=args.learning_rate if args.learning_rate is not None else spec["learning_rate"],
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=5,
         max_steps=args.steps,
         per_device_train_batch_size=64,
         num_generations=8,
-        max_completion_length=8,
+        max_completion_length=spec["max_completion_length"],
         temperature=1.0,
         seed=seed,
     )
-    trainer_class, config = method_setup(method, settings)
-    reward = get_reward("exact_match", extract="none", normalize=False)
+    reward_name, reward_kwargs = spec["reward"]
+    trainer_class, config = method_setup(method, settings, verifier=reward_name)
+    reward = get_reward(reward_name, **reward_kwargs)
     trainer = trainer_class(model=model_path, reward_funcs=[reward], args=config, train_dataset=task["train"])
     evaluation = PassAtKCallback(
         trainer,
@@ -418,12 +436,13 @@ def main(argv=None):
     parser.add_argument("--eval-steps", type=int, default=15, help="evaluate every this many steps")
     parser.add_argument("--eval-prompts", type=int, default=200, help="held-out prompts evaluated")
     parser.add_argument("--eval-samples", type=int, default=8, help="samples per held-out prompt")
-    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--task", choices=list(TASKS), default="arithmetic", help="built-in task (default arithmetic)")
+    parser.add_argument("--learning-rate", type=float, help="default: the task's (2e-4 arithmetic, 1e-3 code)")
     parser.add_argument("--target", type=float, help="held-out pass@1 to reach (default: start + --target-gain)")
     parser.add_argument(
         "--target-gain", type=float, default=0.05, help="without --target: the run's starting pass@1 plus this"
     )
-    parser.add_argument("--model-path", default=DEFAULT_MODEL, help="starting checkpoint: a directory or builtin:...")
+    parser.add_argument("--model-path", help="starting checkpoint: a directory or builtin:... (default: the task's)")
     parser.add_argument("--plot", help="PNG path for the curves (default: next to --out)")
     add_common_arguments(parser, model="tiny-128")  # --model is unused here: the checkpoint is --model-path
     args = parser.parse_args(argv)
@@ -433,8 +452,8 @@ def main(argv=None):
     set_cpu_threads(args.threads)
     quiet_transformers()
 
-    model_path = resolve_model_path(args.model_path)
-    task = load_raw_dataset(DEFAULT_TASK)
+    model_path = resolve_model_path(args.model_path or TASKS[args.task]["model"])
+    task = load_raw_dataset(TASKS[args.task]["dataset"])
     machine = machine_info()
     runs = []
 

@@ -11,13 +11,15 @@ preamble shortened to the tools' names) and response schema, so TRL parses its `
 warm start teaches it to call `guess` with a number drawn uniformly at random, the same for every game: it plays
 blind, hits with probability about 1/SECRET_RANGE per guess, and most groups of completions score all 0.
 
-Both methods train from the same warm-started checkpoint with the same settings (learning rate, 4 completions per
+All methods train from the same warm-started checkpoint with the same settings (learning rate, 4 completions per
 game, 8 games a step, temperature 1.0, two tool-calling turns) on the same budget of generated completion tokens
 (`--token-budget`; tool replies count, as TRL keeps them in the completion ids): TRL's `GRPOTrainer` with its
 defaults, `DAPOTrainer` with `DAPOConfig`'s defaults (dynamic sampling judged by the environment's `get_reward`,
 carried groups, clip-higher, token-level loss), and `dapo-adaptive`, the same with `dynamic_sampling_mode="adaptive"`
-(pass-rate beliefs per game, the estimate skip, advantages against the game's history); overlong shaping off (the
-game's completions never approach the limit). A run stops at the first optimiser step that reaches the budget.
+(pass-rate beliefs per game, the estimate skip, advantages against the game's history, no pilot), and
+`dapo-adaptive-pilot`, the adaptive mode with its pilot (2 of the 4 completions first, the other 2 only when worth
+their tokens); overlong shaping off (the game's completions never approach the limit). A run stops at the first
+optimiser step that reaches the budget.
 
 Measured per run: the held-out first-guess accuracy (each game's prompt sampled `--eval-samples` times at
 temperature 1.0, the first `guess` call's number compared with the secret; blind play scores 1/SECRET_RANGE) every
@@ -57,7 +59,9 @@ from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer  # n
 
 SECRET_RANGE = 9
 GUESSES_PER_GAME = 2
-METHODS = ("grpo", "dapo", "dapo-adaptive")
+METHODS = ("grpo", "dapo", "dapo-adaptive", "dapo-adaptive-pilot")
+# The adaptive arms' pilot sizes: without the pilot, and with the mode's default pilot of 2 of the 4 completions.
+PILOT_SIZES = {"dapo-adaptive": 0, "dapo-adaptive-pilot": 2}
 
 
 # ------------------------------------------------------------------------------------------------------ the game
@@ -270,9 +274,16 @@ class BudgetAndEvaluation(TrainerCallback):
 def trainer_setup(method: str, settings: dict):
     if method == "grpo":
         return type("CountingGRPOTrainer", (CountRollouts, GRPOTrainer), {}), GRPOConfig(**settings)
-    if method in ("dapo", "dapo-adaptive"):
-        mode = "adaptive" if method == "dapo-adaptive" else "filter"
-        config = DAPOConfig(**settings, soft_overlong_punishment=False, dynamic_sampling_mode=mode)
+    if method == "dapo":
+        config = DAPOConfig(**settings, soft_overlong_punishment=False)
+        return type("CountingDAPOTrainer", (CountRollouts, DAPOTrainer), {}), config
+    if method in PILOT_SIZES:
+        config = DAPOConfig(
+            **settings,
+            soft_overlong_punishment=False,
+            dynamic_sampling_mode="adaptive",
+            dynamic_sampling_pilot_size=PILOT_SIZES[method],
+        )
         return type("CountingDAPOTrainer", (CountRollouts, DAPOTrainer), {}), config
     raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
 

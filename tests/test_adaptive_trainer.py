@@ -94,17 +94,21 @@ def test_all_wrong_groups_of_prompts_solved_before_train_with_negative_advantage
         assert (groups[trained].abs().amax(dim=1) > 0).all()
 
 
-def test_resume_takes_the_uninterrupted_runs_decisions(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("pilot", [0, 2])
+def test_resume_takes_the_uninterrupted_runs_decisions(tmp_path, tiny_model_dir, pilot):
     dataset = make_prompt_dataset(16)
 
     def trainer_for(run, **overrides):
-        config = adaptive_config(tmp_path / run, **overrides)
+        config = adaptive_config(tmp_path / run, dynamic_sampling_pilot_size=pilot, **overrides)
         return DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset)
 
     uninterrupted, full_batches, resumed, resumed_batches, checkpoint = interrupted_and_resumed(tmp_path, trainer_for)
     state = json.loads((checkpoint / "dynamic_sampling_state.json").read_text())
     assert state["beliefs"]["evidence"]  # the pass-rate beliefs are in the checkpoint
     assert resumed.sampler.beliefs.state_dict() == uninterrupted.sampler.beliefs.state_dict()
+    if pilot:  # the population prior and the yield that decide commits are in the checkpoint too
+        assert state["pilot"]["yield"][1] > 0
+        assert resumed.sampler.pilot.state_dict() == uninterrupted.sampler.pilot.state_dict()
     for full, again in zip(full_batches[1:], resumed_batches, strict=True):
         assert sorted(batch_prompt_ids(resumed, again)) == sorted(batch_prompt_ids(uninterrupted, full))
         assert torch.allclose(again["advantages"].sort().values, full["advantages"].sort().values, atol=1e-6)

@@ -72,6 +72,7 @@ def test_the_run_logged_what_the_panels_draw(run_dir):
         "dynamic_sampling/generation_rounds",
         "dynamic_sampling/informative_groups_per_1k_tokens",
         "dynamic_sampling/generation_budget_used",
+        "dynamic_sampling/prompts_stopped",
         "eval/pass@1",
     ):
         assert key in series, key

@@ -56,8 +56,12 @@ PANELS = (
         "Signal per generated token",
         "informative groups per 1k tokens",
         (r"dynamic_sampling/informative_groups_per_1k_tokens",),
-        secondary=(r"dynamic_sampling/generation_budget_used", r"dynamic_sampling/prompts_skipped"),
-        secondary_ylabel="budget used / prompts skipped",
+        secondary=(
+            r"dynamic_sampling/generation_budget_used",
+            r"dynamic_sampling/prompts_skipped",
+            r"dynamic_sampling/prompts_stopped",
+        ),
+        secondary_ylabel="budget used / prompts skipped, stopped",
     ),
 )
 

@@ -49,7 +49,8 @@ def vllm_env():
 def colocated(tmp_path_factory, wide_model_dir, vllm_env) -> dict:
     directory = tmp_path_factory.mktemp("colocated")
     run_script("colocate_run.py", ["trainers", str(wide_model_dir), str(directory)], vllm_env)
-    return {name: read_reports(directory, f"{name}.json")[0] for name in ("grpo", "dapo", "resumed", "adaptive", "pilot")}
+    names = ("grpo", "dapo", "resumed", "adaptive", "pilot")
+    return {name: read_reports(directory, f"{name}.json")[0] for name in names}
 
 
 @pytest.fixture(scope="module")

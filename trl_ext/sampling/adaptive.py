@@ -158,7 +158,11 @@ class PassRateBeliefs:
         return successes * self.settings.decay, failures * self.settings.decay
 
     def record(
-        self, prompt_indices: Sequence[int], filter_rewards: torch.Tensor, rewards: torch.Tensor, size: int | None = None
+        self,
+        prompt_indices: Sequence[int],
+        filter_rewards: torch.Tensor,
+        rewards: torch.Tensor,
+        size: int | None = None,
     ) -> None:
         """Record each group of a round, in order (prompt indices below 0 are unknown and ignored).
 

@@ -167,7 +167,9 @@ def commit_decisions(values: Sequence[float], remaining: int, yield_per_completi
     return [value >= 1.0 or value / remaining >= yield_per_completion for value in values]
 
 
-def balanced_commits(values_per_process: Sequence[Sequence[float]], commits: Sequence[Sequence[bool]]) -> list[list[int]]:
+def balanced_commits(
+    values_per_process: Sequence[Sequence[float]], commits: Sequence[Sequence[bool]]
+) -> list[list[int]]:
     """Which prompts each process commits, in its order: its own commits, and, on processes that commit fewer than
     the most, their best other prompts (highest value first, earliest on ties) until every process commits as many.
 
@@ -247,69 +249,85 @@ class PilotAndCommit:
         Returns:
             The round, and the stopped prompts' pilots per process: `(prompt indices, their (n * n0, F) rewards)`.
         """
-        group_size, pilot_size, processes = self.group_size, self.pilot_size, len(prompts)
-        rest, per_process = group_size - pilot_size, len(prompts[0])
-        per_prompt = inputs[::group_size]
+        pilot_size, processes, per_process = self.pilot_size, len(prompts), len(prompts[0])
+        per_prompt = inputs[:: self.group_size]
         pilot_rows, pilot_rewards = source.generate_and_score(
             [dict(row) for row in per_prompt for _ in range(pilot_size)], held_environments
         )
         pilot_outcomes = outcomes(pilot_rewards).view(processes, per_process, pilot_size)
+        committed = self._decide(pilot_outcomes, prompts, evidence)
+        rows_per_call = [len(per_prompt) * pilot_size * processes]
+        if committed[rank]:  # every process commits as many prompts: all call the source, or none
+            rows, rewards_per_func = self._commit(source, per_prompt, pilot_rows, pilot_rewards, committed, rank,
+                                                  held_environments)  # fmt: skip
+            rows_per_call.append(len(committed[rank]) * (self.group_size - pilot_size) * processes)
+        else:
+            rows, rewards_per_func = pilot_rows.select([]), pilot_rewards[:0]
+        stopped = [[j for j in range(per_process) if j not in set(chosen)] for chosen in committed]
+        self._record(pilot_outcomes, stopped, outcomes(rewards_per_func), sum(rows_per_call))
+
+        def pilot_of(process: int, j: int) -> torch.Tensor:
+            return pilot_rewards[(process * per_process + j) * pilot_size :][:pilot_size]
+
+        stopped_pilots = [
+            (
+                [prompts[process][j] for j in positions],
+                torch.cat([pilot_of(process, j) for j in positions] or [pilot_rewards[:0]]),
+            )
+            for process, positions in enumerate(stopped)
+        ]
+        lengths = completion_lengths(pilot_rows.generation())
+        padded = [j * pilot_size + o % pilot_size for j in stopped[rank] for o in range(self.group_size)]
+        generated = PilotRound(
+            rows=rows,
+            rewards_per_func=rewards_per_func,
+            committed=committed,
+            rows_per_call=rows_per_call,
+            stopped_tokens=sum(sum(lengths[j * pilot_size : (j + 1) * pilot_size]) for j in stopped[rank]),
+            stopped_rows=pilot_rows.select(padded),
+        )
+        return generated, stopped_pilots
+
+    def _decide(self, pilot_outcomes: torch.Tensor, prompts: list[list[int]], evidence) -> list[list[int]]:
+        """Per process, the positions of the prompts to commit (`commit_value`, `commit_decisions`, balanced)."""
         prior, yield_per_completion = self.prior.beta(), self.yield_.per_completion()
         values = [
             [
-                commit_value(pilot.tolist(), evidence(index), prior, group_size, self.success_threshold)
+                commit_value(pilot.tolist(), evidence(index), prior, self.group_size, self.success_threshold)
                 for index, pilot in zip(indices, process_outcomes, strict=True)
             ]
             for indices, process_outcomes in zip(prompts, pilot_outcomes, strict=True)
         ]
-        decisions = [commit_decisions(process_values, rest, yield_per_completion) for process_values in values]
-        committed = balanced_commits(values, decisions)
-        rows_per_call = [len(per_prompt) * pilot_size * processes]
-        mine = committed[rank]
-        if mine:
-            environments = pilot_rows.columns.get("environments")
-            held = [environments[j * pilot_size + o] for j in mine for o in range(pilot_size)] if environments else []
-            commit_rows, commit_rewards = source.generate_and_score(
-                [dict(per_prompt[j]) for j in mine for _ in range(rest)], held_environments + held
-            )
-            rows_per_call.append(len(mine) * rest * processes)
-            order = [
-                row
-                for position, j in enumerate(mine)
-                for row in [*range(j * pilot_size, (j + 1) * pilot_size)]
-                + [len(pilot_rows) + position * rest + o for o in range(rest)]
-            ]
-            rows = Rows.concat([pilot_rows, commit_rows]).select(order)
-            pieces = [
-                piece
-                for process, chosen in enumerate(committed)
-                for position, j in enumerate(chosen)
-                for piece in (
-                    pilot_rewards[(process * per_process + j) * pilot_size :][:pilot_size],
-                    commit_rewards[(process * len(mine) + position) * rest :][:rest],
-                )
-            ]
-            rewards_per_func = torch.cat(pieces)
-        else:
-            rows, rewards_per_func = pilot_rows.select([]), pilot_rewards[:0]
-        stopped = [[j for j in range(per_process) if j not in set(chosen)] for chosen in committed]
-        lengths = completion_lengths(pilot_rows.generation())
-        stopped_tokens = sum(sum(lengths[j * pilot_size : (j + 1) * pilot_size]) for j in stopped[rank])
-        self._record(pilot_outcomes, stopped, outcomes(rewards_per_func), sum(rows_per_call))
-        stopped_pilots = [
-            (
-                [prompts[process][j] for j in positions],
-                torch.cat([pilot_rewards[(process * per_process + j) * pilot_size :][:pilot_size] for j in positions])
-                if positions
-                else pilot_rewards[:0],
-            )
-            for process, positions in enumerate(stopped)
-        ]
-        padded = [j * pilot_size + o % pilot_size for j in stopped[rank] for o in range(group_size)]
-        generated = PilotRound(
-            rows, rewards_per_func, committed, rows_per_call, stopped_tokens, pilot_rows.select(padded)
+        rest = self.group_size - self.pilot_size
+        return balanced_commits(values, [commit_decisions(process, rest, yield_per_completion) for process in values])
+
+    def _commit(self, source, per_prompt, pilot_rows, pilot_rewards, committed, rank, held_environments):
+        """Generate the rest of the committed prompts' groups; this process's rows and every process's rewards, each
+        group its pilot's rows then its commit's. The pilot's environments are held: the commit must not reset
+        them."""
+        pilot_size, rest, per_process = self.pilot_size, self.group_size - self.pilot_size, len(committed[0])
+        mine, environments = committed[rank], pilot_rows.columns.get("environments")
+        held = [environments[j * pilot_size + o] for j in mine for o in range(pilot_size)] if environments else []
+        commit_rows, commit_rewards = source.generate_and_score(
+            [dict(per_prompt[j]) for j in mine for _ in range(rest)], held_environments + held
         )
-        return generated, stopped_pilots
+        order = [
+            row
+            for position, j in enumerate(mine)
+            for row in [*range(j * pilot_size, (j + 1) * pilot_size)]
+            + [len(pilot_rows) + position * rest + o for o in range(rest)]
+        ]
+        pilots_per_process = len(pilot_rewards) // (pilot_size * len(committed))
+        pieces = [
+            piece
+            for process, chosen in enumerate(committed)
+            for position, j in enumerate(chosen)
+            for piece in (
+                pilot_rewards[(process * pilots_per_process + j) * pilot_size :][:pilot_size],
+                commit_rewards[(process * per_process + position) * rest :][:rest],
+            )
+        ]
+        return Rows.concat([pilot_rows, commit_rows]).select(order), torch.cat(pieces)
 
     def _record(self, pilot_outcomes: torch.Tensor, stopped: list[list[int]], groups: torch.Tensor, generated: int):
         """The round's groups and stopped pilots into the population prior, its mixed groups into the yield."""

@@ -313,7 +313,8 @@ class DynamicSamplingArguments:
             raise ValueError(
                 f"dynamic_sampling_pilot_size={pilot} generates a prompt's completions in two calls of "
                 "pilot_size and num_generations - pilot_size rows, and TRL's vLLM server mode asks for "
-                "num_generations completions per prompt: use vllm_mode='colocate', or set dynamic_sampling_pilot_size=0."
+                "num_generations completions per prompt: use vllm_mode='colocate', or set "
+                "dynamic_sampling_pilot_size=0."
             )
 
     def _validate_dynamic_sampling(self):
