@@ -238,3 +238,18 @@ def test_a_batch_whose_every_pilot_stops_is_filled_with_padded_pilots_that_train
     assert torch.isnan(batch.rewards()).all()  # fillers: out of the baseline, zero advantage
     prompts = batch.rows.columns["prompts"]
     assert all(len(set(prompts[group * G : (group + 1) * G])) == 1 for group in range(8))
+
+
+def test_an_all_wrong_pilot_of_a_prompt_solved_before_is_committed_with_the_history_baseline():
+    """With the history baseline, an all-wrong group of a prompt that was right before trains (its answers are
+    pushed down): its pilot is worth its whole group whatever the yield. Without the baseline only the chance of a
+    mixed group counts, and the pilot stops."""
+    solved = list(range(8))
+    commit = [(f"prompt {index}", G - 2) for index in solved]
+    for history_baseline in (True, False):
+        sampler, source = pilot_sampler(history_baseline=history_baseline), PassRates(lambda index: 0.0)
+        sampler.pilot.yield_.record(mixed_groups=1000, completions=1000)  # a fresh prompt is worth more
+        sampler.beliefs.record(solved, torch.ones(len(solved) * G), torch.ones(len(solved) * G))
+        batch = sampler.next_batch(inputs_for(solved), source, policy_version=0, draw_key=0)
+        assert (source.calls[1] == commit) is history_baseline  # after the pilots: their commit, or new pilots
+        assert batch.num_kept_rows == (len(solved) * G if history_baseline else 0)

@@ -234,6 +234,7 @@ class PilotAndCommit:
         held_environments: list,
         evidence: Callable[[int], tuple[float, float]],
         outcomes: Callable[[torch.Tensor], torch.Tensor],
+        against_history: Callable[[list[int], torch.Tensor], list[bool]] | None = None,
     ) -> tuple[PilotRound, list[tuple[list[int], torch.Tensor]]]:
         """Generate the pilot of every prompt of the round, decide, and generate the commits.
 
@@ -245,6 +246,9 @@ class PilotAndCommit:
             held_environments: environments of rows kept from earlier rounds.
             evidence: a prompt's discounted `(successes, failures)` as of this visit, before the pilot.
             outcomes: `(N, F)` rewards to the `(N,)` filter rewards (NaN where unjudged).
+            against_history: with the history baseline, whether each pilot (prompt indices, `(P * n0, F)` rewards)
+                already has non-zero advantages against its prompt's history: its group is informative whatever the
+                rest brings, so it is committed.
 
         Returns:
             The round, and the stopped prompts' pilots per process: `(prompt indices, their (n * n0, F) rewards)`.
@@ -255,7 +259,12 @@ class PilotAndCommit:
             [dict(row) for row in per_prompt for _ in range(pilot_size)], held_environments
         )
         pilot_outcomes = outcomes(pilot_rewards).view(processes, per_process, pilot_size)
-        committed = self._decide(pilot_outcomes, prompts, evidence)
+        informative = (
+            against_history([index for indices in prompts for index in indices], pilot_rewards)
+            if against_history is not None
+            else [False] * (processes * per_process)
+        )
+        committed = self._decide(pilot_outcomes, prompts, evidence, informative)
         rows_per_call = [len(per_prompt) * pilot_size * processes]
         if committed[rank]:  # every process commits as many prompts: all call the source, or none
             rows, rewards_per_func = self._commit(source, per_prompt, pilot_rows, pilot_rewards, committed, rank,
@@ -288,15 +297,19 @@ class PilotAndCommit:
         )
         return generated, stopped_pilots
 
-    def _decide(self, pilot_outcomes: torch.Tensor, prompts: list[list[int]], evidence) -> list[list[int]]:
-        """Per process, the positions of the prompts to commit (`commit_value`, `commit_decisions`, balanced)."""
+    def _decide(self, pilot_outcomes, prompts: list[list[int]], evidence, informative: list[bool]) -> list[list[int]]:
+        """Per process, the positions of the prompts to commit (`commit_value`, `commit_decisions`, balanced); a
+        pilot already `informative` against its prompt's history is worth its whole group (value 1)."""
         prior, yield_per_completion = self.prior.beta(), self.yield_.per_completion()
+        per_process = len(prompts[0])
         values = [
             [
-                commit_value(pilot.tolist(), evidence(index), prior, self.group_size, self.success_threshold)
-                for index, pilot in zip(indices, process_outcomes, strict=True)
+                1.0
+                if informative[process * per_process + j]
+                else commit_value(pilot.tolist(), evidence(index), prior, self.group_size, self.success_threshold)
+                for j, (index, pilot) in enumerate(zip(indices, process_outcomes, strict=True))
             ]
-            for indices, process_outcomes in zip(prompts, pilot_outcomes, strict=True)
+            for process, (indices, process_outcomes) in enumerate(zip(prompts, pilot_outcomes, strict=True))
         ]
         rest = self.group_size - self.pilot_size
         return balanced_commits(values, [commit_decisions(process, rest, yield_per_completion) for process in values])

@@ -398,14 +398,18 @@ class DynamicSampler:
     def _generate(
         self, source: RoundSource, inputs: list[dict[str, Any]], drawn: list[list[int]], held_environments: list, report
     ) -> tuple[Rows, torch.Tensor, list[list[int]], Rows | None]:
-        """Generate and score a round: this process's rows, every process's `(N, F)` rewards, per process the
-        prompts whose groups were generated (all of `drawn`, or, with the pilot, those committed; the stopped ones
-        are recorded in the beliefs and the report here), and the stopped pilots padded to groups (or None)."""
+        """A round's rows (this process's), rewards (every process's), generated prompts per process (with the pilot,
+        the committed ones: the stopped ones are recorded here) and stopped pilots padded to groups (or None)."""
         if self.pilot is None:
             rows, rewards_per_func = source.generate_and_score(inputs, held_environments)
             report.rows_per_round.append(len(inputs) * self.processes.num_processes)
             return rows, rewards_per_func, drawn, None
         settings = self.settings
+
+        def against_history(indices, rewards_per_func):  # pilots informative against their prompt's history already
+            totals = settings.advantage_rewards(rewards_per_func).cpu()
+            return informative_against_history(totals, self.pilot.pilot_size, *self.beliefs.history(indices)).tolist()
+
         generated, stopped_pilots = self.pilot.run(
             source,
             inputs,
@@ -414,6 +418,7 @@ class DynamicSampler:
             held_environments,
             evidence=self.beliefs.visit_evidence,
             outcomes=lambda rewards: filter_rewards(rewards, settings.filter_weights, settings.filter_used).cpu(),
+            against_history=against_history if settings.adaptive.history_baseline else None,
         )
         for indices, rewards_per_func in stopped_pilots:
             outcomes = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used).cpu()
@@ -569,16 +574,15 @@ class _TimedSource:
         self.source, self.seconds = source, 0.0
 
     def generate_and_score(self, inputs, held_environments):
-        started = time.perf_counter()
-        try:
-            return self.source.generate_and_score(inputs, held_environments)
-        finally:
-            self.seconds += time.perf_counter() - started
+        return self._timed(self.source.generate_and_score, inputs, held_environments)
 
     def record_behaviour(self, groups):
+        return self._timed(self.source.record_behaviour, groups)
+
+    def _timed(self, call, *args):
         started = time.perf_counter()
         try:
-            return self.source.record_behaviour(groups)
+            return call(*args)
         finally:
             self.seconds += time.perf_counter() - started
 
