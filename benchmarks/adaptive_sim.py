@@ -289,23 +289,32 @@ class HistoryMirror:
         completions per prompt is a round of whole groups; with the pilot, a call of pilots is followed by the commit
         of some of its prompts (a call whose prompts are all pilots still pending), and the pilots never committed
         are recorded as visits of their own."""
-        informative, pending = 0, {}
+        informative, pending = 0, []  # (prompt, pilot rewards), in order: a prompt may come twice in a round
 
         def stop_pending():
-            for prompt, pilot in pending.items():
+            for prompt, pilot in pending:
                 self.record(prompt, pilot)
             pending.clear()
 
+        def is_commit(prompts):  # the call's prompts are pending pilots, in order
+            names = iter(prompt for prompt, _ in pending)
+            return bool(pending) and all(any(prompt == name for name in names) for prompt in prompts)
+
         for prompts, rewards in calls:
-            if pending and set(prompts) <= set(pending):  # the commit of pending pilots
-                groups = np.stack([np.concatenate([pending.pop(p), r]) for p, r in zip(prompts, rewards)])
-                informative += int(self.informative(prompts, groups, use_history).sum())
+            if is_commit(prompts):  # the commit of pending pilots (the committed ones, in their order)
+                groups, rest = [], iter(enumerate(pending))
+                for prompt, commit in zip(prompts, rewards):
+                    position, (_, pilot) = next((i, entry) for i, entry in rest if entry[0] == prompt)
+                    groups.append(np.concatenate([pilot, commit]))
+                    pending[position] = (None, None)
+                informative += int(self.informative(prompts, np.stack(groups), use_history).sum())
+                pending[:] = [entry for entry in pending if entry[0] is not None]
                 stop_pending()
             elif len(rewards[0]) == group_size and not pending:
                 informative += int(self.informative(prompts, np.stack(rewards), use_history).sum())
             else:  # pilots
                 stop_pending()
-                pending = dict(zip(prompts, rewards))
+                pending = list(zip(prompts, rewards))
         stop_pending()
         return informative
 
