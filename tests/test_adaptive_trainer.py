@@ -202,6 +202,8 @@ def test_the_pilot_trains_whole_groups_and_stops_prompts_that_stay_wrong(
     assert sum(metric_history(trainer, "dynamic_sampling/prompts_stopped")) > 0
     generated = metric_history(trainer, "dynamic_sampling/tokens_generated")
     assert all(value > 0 for value in generated)
+    # TRL's completion metrics, logged once per generation call, are merged over the pilot and commit calls.
+    assert len(metric_history(trainer, "completions/mean_length")) == len(generated)
 
 
 def test_an_explicit_pilot_with_a_rollout_func_is_refused_and_a_default_one_turned_off(tmp_path, tiny_model_dir):

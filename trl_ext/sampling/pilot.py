@@ -17,7 +17,10 @@ arXiv 2509.25849, assigns budget) compares two values per completion:
 - what the budget buys elsewhere: `lambda`, the sampler's recent yield of mixed groups per completion generated
   (`Yield`), pilots and stopped prompts included.
 
-Commit iff `q / (G - n0) >= lambda`. Before any group was seen `lambda` is 0 and every prompt is committed.
+Commit iff `q / (G - n0) >= lambda`. Before any group was seen `lambda` is 0 and every prompt is committed. With the
+history baseline, a pilot whose advantages against its prompt's history are already not all zero (all wrong on a
+prompt solved before) makes its group informative whatever the rest brings, and is always committed: the history
+baseline trains such groups, and the pilot must not stop them.
 
 Every process takes the same decisions (they read gathered rewards and global state), and every process must
 generate the same number of rows in a round (TRL gathers rewards across processes): when processes would commit
