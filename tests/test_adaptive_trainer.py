@@ -163,6 +163,9 @@ def test_the_pilot_is_on_by_default_in_the_adaptive_mode_with_four_or_more_gener
     two = adaptive_config(tmp_path, dynamic_sampling_pilot_size=None, num_generations=2)
     assert two.dynamic_sampling_pilot_size == 0
     assert DAPOConfig(**tiny_training_settings(tmp_path)).dynamic_sampling_pilot_size == 0
+    # vLLM's server mode asks for num_generations completions per prompt: the default pilot is off there.
+    server = adaptive_config(tmp_path, dynamic_sampling_pilot_size=None, use_vllm=True, vllm_mode="server")
+    assert server.dynamic_sampling_pilot_size == 0
 
 
 def mixed_right_or_wrong(prompts, completions, id, **kwargs):

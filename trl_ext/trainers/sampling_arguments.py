@@ -107,8 +107,8 @@ _PARAMETER_DOCS = {
         groups per completion; otherwise it stops at the pilot (metric `dynamic_sampling/prompts_stopped`). Trained
         groups keep `num_generations` completions. `None` (the default): 2 in the `"adaptive"` mode when
         `num_generations >= 4`, else 0; `0` turns the pilot off. Needs generation that takes any number of rows per
-        prompt: `transformers`, or vLLM in `"colocate"` mode (not `"server"`, which asks vLLM for `num_generations`
-        completions per prompt, nor a `rollout_func`).""",
+        prompt: `transformers`, or vLLM in `"colocate"` mode; with vLLM's `"server"` mode (which asks vLLM for
+        `num_generations` completions per prompt) or a `rollout_func` the default is 0 and a pilot is refused.""",
     ),
     "dynamic_sampling_carry_max_staleness": (
         "int` or `None",
@@ -297,7 +297,10 @@ class DynamicSamplingArguments:
         # Whether the pilot size is the default's (a trainer with a `rollout_func` then turns it off).
         self._pilot_size_defaulted = self.dynamic_sampling_pilot_size is None
         if self.dynamic_sampling_pilot_size is None:
-            self.dynamic_sampling_pilot_size = DEFAULT_PILOT_SIZE if adaptive and self.num_generations >= 4 else 0
+            # Off by default where it cannot run: vLLM's server mode generates num_generations per prompt.
+            server = self.use_vllm and self.vllm_mode == "server"
+            usable = adaptive and self.num_generations >= 4 and not server
+            self.dynamic_sampling_pilot_size = DEFAULT_PILOT_SIZE if usable else 0
         pilot = self.dynamic_sampling_pilot_size
         if pilot and not adaptive:
             raise ValueError(
