@@ -1,7 +1,8 @@
 """Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and the decisions it takes:
 which prompt groups to keep, how many prompts to request, where refill prompts come from, which surplus groups to
 carry over, which prompts to skip, and when to stop over-sampling; and the adaptive mode's pass-rate beliefs and
-history baseline (`adaptive`). Nothing here imports TRL."""
+history baseline (`adaptive`) and its pilot, which stops a decided prompt after its first completions (`pilot`).
+Nothing here imports TRL."""
 
 from .adaptive import (
     AdaptiveSettings,
