@@ -217,3 +217,29 @@ def test_a_fork_the_kernel_refuses_the_judge_is_a_fault_of_the_judge():
     os.close(failure_read)
     assert os.WEXITSTATUS(status) == 72
     assert reported.startswith(program_isolation.JUDGE_FAULT) and b"cannot fork" in reported
+
+
+def test_a_compiler_the_kernel_cannot_fork_is_a_fault_of_the_judge_not_a_compile_error():
+    # The harness's fork of the C++ compiler refused (no process left to this user) is reported as the judge's
+    # fault, so the program is judged again on a fresh sandbox; before, the exception ended the harness.
+    import json
+
+    from trl_ext.sandbox import harness
+
+    result_read, result_write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(result_read)
+            if os.getuid() == 0:
+                os.setuid(65534)  # root is never refused for RLIMIT_NPROC
+            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+            spec = {"argv": ["g++", "-x", "c++", "-"], "timeout": 5, "memory": 1 << 30, "max_output": 4096}
+            os.write(result_write, json.dumps(harness._compile(spec, private_pids=False)).encode())
+        finally:
+            os._exit(0)
+    os.close(result_write)
+    os.waitpid(child, 0)
+    with os.fdopen(result_read, "rb") as results:
+        outcome = json.loads(results.read())
+    assert outcome["status"] == "judge_fault" and "cannot fork the compiler" in outcome["diagnostics"]

@@ -87,7 +87,12 @@ def _compile(spec, private_pids, isolation=None):
     output_read, output_write = os.pipe()
     failure_read, failure_write = os.pipe()
     started = time.monotonic()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as error:  # the kernel refused the judge a process: the judge's fault, never a compile error
+        for descriptor in (output_read, output_write, failure_read, failure_write):
+            os.close(descriptor)
+        return {"status": "judge_fault", "seconds": 0.0, "diagnostics": f"cannot fork the compiler: {error}"}
     if pid == 0:
         try:
             os.setpgid(0, 0)
