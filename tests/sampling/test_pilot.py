@@ -179,13 +179,16 @@ def test_the_pilots_state_round_trips_and_a_resumed_sampler_takes_the_same_decis
     assert state["shared"]["pilot"]["prior"][0] > 0
     resumed = pilot_sampler(max_skip_probability=0.9)
     resumed.load_state_dict(state)
+    stopped = 0
     for step in range(4, 7):
         prompts = inputs_for(range(8 * step, 8 * step + 8))
         first = sampler.next_batch(prompts, source, policy_version=step, draw_key=step)
         again = resumed.next_batch([dict(row) for row in prompts], saved_source, policy_version=step, draw_key=step)
         assert again.rows.columns["completion_ids"] == first.rows.columns["completion_ids"]
         assert again.report.prompts_stopped == first.report.prompts_stopped
+        stopped += first.report.prompts_stopped
     assert source.calls == saved_source.calls
+    assert stopped > 0  # the restored prior and yield took stopping decisions, the same ones
 
 
 def test_two_processes_take_identical_pilot_decisions_and_generate_as_many_rows():
