@@ -194,27 +194,33 @@ def test_a_killed_checker_run_never_scores_a_right_program(backend):
     assert hits and scores == [1.0]
 
 
+def without_processes(body) -> tuple[int, bytes]:
+    """Run `body(write_fd)` in a child that may start no process (an ordinary user's `RLIMIT_NPROC` of 0): the
+    child's exit status and what `body` wrote."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(read_end)
+            if os.getuid() == 0:
+                os.setuid(65534)  # root is never refused for RLIMIT_NPROC
+            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+            body(write_end)
+        finally:
+            os._exit(0)  # reached only if no fork succeeded in `body` (or in both processes)
+    os.close(write_end)
+    _, status = os.waitpid(child, 0)
+    with os.fdopen(read_end, "rb") as written:
+        return status, written.read()
+
+
 def test_a_fork_the_kernel_refuses_the_judge_is_a_fault_of_the_judge():
     # Before the program starts, a process of the judge that cannot be forked (no process left to this user)
     # is reported on the failure pipe as the judge's fault (the harness then has the program judged again),
     # never left to look like the program's exit.
     from trl_ext.sandbox import program_isolation
 
-    failure_read, failure_write = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.close(failure_read)
-            if os.getuid() == 0:
-                os.setuid(65534)  # root is never refused for RLIMIT_NPROC
-            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-            program_isolation.fork_for_judge(failure_write)
-        finally:
-            os._exit(0)  # reached only if the fork succeeded (in both processes)
-    os.close(failure_write)
-    _, status = os.waitpid(child, 0)
-    reported = os.read(failure_read, 512)
-    os.close(failure_read)
+    status, reported = without_processes(program_isolation.fork_for_judge)
     assert os.WEXITSTATUS(status) == 72
     assert reported.startswith(program_isolation.JUDGE_FAULT) and b"cannot fork" in reported
 
@@ -226,20 +232,9 @@ def test_a_compiler_the_kernel_cannot_fork_is_a_fault_of_the_judge_not_a_compile
 
     from trl_ext.sandbox import harness
 
-    result_read, result_write = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.close(result_read)
-            if os.getuid() == 0:
-                os.setuid(65534)  # root is never refused for RLIMIT_NPROC
-            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-            spec = {"argv": ["g++", "-x", "c++", "-"], "timeout": 5, "memory": 1 << 30, "max_output": 4096}
-            os.write(result_write, json.dumps(harness._compile(spec, private_pids=False)).encode())
-        finally:
-            os._exit(0)
-    os.close(result_write)
-    os.waitpid(child, 0)
-    with os.fdopen(result_read, "rb") as results:
-        outcome = json.loads(results.read())
+    spec = {"argv": ["g++", "-x", "c++", "-"], "timeout": 5, "memory": 1 << 30, "max_output": 4096}
+    _, written = without_processes(
+        lambda result: os.write(result, json.dumps(harness._compile(spec, private_pids=False)).encode())
+    )
+    outcome = json.loads(written)
     assert outcome["status"] == "judge_fault" and "cannot fork the compiler" in outcome["diagnostics"]
