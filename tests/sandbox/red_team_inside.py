@@ -170,9 +170,11 @@ CPP_PROGRAMS = {
         "#include <iostream>\n#include <unistd.h>\n"
         "int main() { for (int fd = 3; fd < 64; ++fd) write(fd, \"D\", 1); std::cout << 0 << std::endl; }\n"
     ),
+    # The wrong answer is -1: interleaved with the thread's 7 it reads "-17" or "7-1", never a number equal to 7
+    # (with 0, "07" is 7 to a checker that compares numbers, and the program would rightly pass the first test).
     "C++: a thread prints while main prints a wrong answer": (
         "#include <iostream>\n#include <thread>\n"
-        "int main() { std::thread t([] { std::cout << 7 << std::endl; }); std::cout << 0 << std::endl; t.join(); }\n"
+        "int main() { std::thread t([] { std::cout << 7 << std::endl; }); std::cout << -1 << std::endl; t.join(); }\n"
     ),
     "C++: SIGKILL itself after printing": (
         "#include <iostream>\n#include <csignal>\n#include <unistd.h>\n"
