@@ -91,6 +91,7 @@ def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
     return frozenset(names)
 
 
+@lru_cache(maxsize=4096)  # a row's tests are read again for each of its completions
 def assert_test(source: str) -> CodeTest:
     """A `CodeTest` for one Python test statement; raises `SyntaxError` if it does not parse."""
     source = textwrap.dedent(source).strip()

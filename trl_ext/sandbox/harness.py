@@ -460,10 +460,11 @@ def _remove_own_files(script):
 
 
 def _judge_program(plan, source, report, remove=()):
-    def emit(index, record):
+    def emit(index, record, flush=True):
         record["test"] = index
         report.write(json.dumps(record).encode() + b"\n")
-        report.flush()
+        if flush:
+            report.flush()
 
     tests = plan["tests"]
     binary = None
@@ -540,7 +541,7 @@ def _judge_program(plan, source, report, remove=()):
         if batched.get(index) is None:
             record = _run_test(kind, solution_code, test_code, test.get("stdin", ""), plan, restore_modules,
                                known_types, plan_index=index)
-        emit(index, record)
+        emit(index, record, flush=batched.get(index + 1) is None)  # a batch's records go back in one write
         if kind != "stdio" and not record["loaded"]:
             # The solution's top-level code failed or hung; it would do the same before every assert test.
             skip_reason = "the solution's top-level code failed: " + record.get("error", record.get("reason", ""))

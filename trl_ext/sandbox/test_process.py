@@ -52,6 +52,69 @@ _REWIRING_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 PASS_RECORD_END = b"."
 
 
+def _dict_version_views():
+    """`(watch, read)`: `watch(d)` is a view of dict `d`'s version tag, which CPython changes on every change of
+    the dict (PEP 509), and `read(view)` its value, read without touching `d` or anything it holds (so a forked
+    process copies none of their pages). None where this interpreter keeps no such tag: checked on probe dicts."""
+    try:
+        import ctypes
+    except ImportError:
+        return None
+    offset = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)  # after the object header and `ma_used`
+    if dict.__basicsize__ < offset + ctypes.sizeof(ctypes.c_uint64):
+        return None
+    at, read = ctypes.c_uint64.from_address, ctypes._SimpleCData.__dict__["value"].__get__
+
+    def watch(dictionary):
+        return at(id(dictionary) + offset)
+
+    probe, other = {"probe": 0}, {"probe": 0}
+    probe_view, other_view = watch(probe), watch(other)
+    seen = [read(probe_view)]
+    for change in (lambda: probe.__setitem__("probe", 1), lambda: probe.__setitem__("added", 0),
+                   lambda: probe.pop("added"), probe.clear):
+        untouched = read(other_view)
+        change()
+        seen.append(read(probe_view))
+        if seen[-1] in seen[:-1] or read(other_view) != untouched or read(probe_view) != seen[-1]:
+            return None
+    return watch, read
+
+
+_VERSIONS = _dict_version_views()
+
+
+def _changed_since(saved, classes):
+    """For the lists of `(namespace, its copy)` and `(class, copy of its dict)` saved now: a function returning
+    those of each whose dict changed since (all of them where dict versions cannot be read). It reads one version
+    per dict and touches no saved object, so a forked process copies only the pages of what it puts back."""
+    if _VERSIONS is None:
+        return lambda: (saved, classes)
+    watch, read = _VERSIONS
+    watched, views, unwatched = [], [], ([], [])
+    for kind, pairs in enumerate((saved, classes)):
+        for pair in pairs:
+            held = [pair[0]] if kind == 0 else gc.get_referents(vars(pair[0]))  # a class's dict, behind its proxy
+            if len(held) == 1 and type(held[0]) is dict:
+                watched.append((kind, pair))
+                views.append(watch(held[0]))
+            else:
+                unwatched[kind].append(pair)
+    versions = list(map(read, views))
+    list_, map_, zip_, append = list, map, zip, list.append
+
+    def changed():  # no name lookups: the solution may have replaced any builtin
+        found = (list_(unwatched[0]), list_(unwatched[1]))
+        now = list_(map_(read, views))
+        if now != versions:  # lists of ints: no code of the solution runs
+            for (kind, pair), then, current in zip_(watched, versions, now):
+                if then != current:
+                    append(found[kind], pair)
+        return found
+
+    return changed
+
+
 def _module_snapshot(drop_if_new=()):
     """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`); return a
     function that puts them back.
@@ -73,6 +136,7 @@ def _module_snapshot(drop_if_new=()):
                 if isinstance(value, type) and type.__dict__["__flags__"].__get__(value) & _HEAP_TYPE:
                     if getattr(value, "__module__", None) == module_name:
                         classes.append((value, dict(vars(value))))
+    changed = _changed_since(saved, classes)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
     list_, prefixes = list, tuple(name + "." for name in drop_if_new)
@@ -91,7 +155,8 @@ def _module_snapshot(drop_if_new=()):
             if name not in saved_modules and (name in dropped or starts(name, prefixes)):
                 pop(modules, name, None)
         update(modules, saved_modules)
-        for namespace, snapshot in saved:
+        changed_namespaces, changed_classes = changed()
+        for namespace, snapshot in changed_namespaces:
             clear(namespace)
             update(namespace, snapshot)
         # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
@@ -103,7 +168,7 @@ def _module_snapshot(drop_if_new=()):
             namespace = get(packages, parent) if dot else None
             if namespace is not None and child not in namespace:
                 set_item(namespace, child, modules[name])
-        for cls, snapshot in classes:
+        for cls, snapshot in changed_classes:
             current = class_dict(cls)
             for name in list_(current):
                 if name not in snapshot:

@@ -1,0 +1,73 @@
+"""The test process's module snapshot: what a program changed in the standard library is put back before its
+tests run, and what it left alone is not rewritten (so a forked test process copies none of its pages)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from trl_ext.sandbox.test_process import _dict_version_views, _module_snapshot
+
+
+def test_this_interpreter_keeps_dict_versions_the_snapshot_can_read():
+    # CPython 3.11-3.13 keep PEP 509's tag; where one does not, every namespace is put back (slower, as safe).
+    assert _dict_version_views() is not None, f"no dict version tag found on {sys.version}"
+
+
+def test_a_dict_version_changes_with_every_change_and_never_with_a_read():
+    watch, read = _dict_version_views()
+    namespace = {"a": 1, "b": [2]}
+    view = watch(namespace)
+    seen = [read(view)]
+    _ = namespace["a"], namespace.get("b"), list(namespace.items()), "a" in namespace, len(namespace), dict(namespace)
+    assert read(view) == seen[-1]
+    for change in (lambda: namespace.__setitem__("a", 3), lambda: namespace.update(c=4), lambda: namespace.pop("c"),
+                   lambda: namespace.setdefault("d", 5), lambda: namespace.popitem(), namespace.clear):
+        change()
+        assert read(view) not in seen
+        seen.append(read(view))
+
+
+def _in_a_child(body) -> dict:
+    """Run `body()` in a forked child (it rewrites this process's modules) and return the dict it returns."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, json.dumps(body()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(answer)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_what_a_program_changed_is_put_back_and_what_it_did_not_is_left_as_it_was():
+    import fractions
+
+    def body():
+        watch, read = _dict_version_views()
+        restore = _module_snapshot()
+        real_dumps, real_encode, real_limit = json.dumps, json.JSONEncoder.encode, fractions.Fraction.limit_denominator
+        os_view = watch(vars(os))  # a namespace the program leaves alone
+        os_version = read(os_view)
+        # What a program does at import: replace a function, a method, add a class attribute, delete one.
+        json.dumps = lambda *args, **kwargs: "[]"
+        json.JSONEncoder.encode = lambda self, value: "[]"
+        json.JSONEncoder.planted = True
+        del fractions.Fraction.limit_denominator
+        restore()
+        return {
+            "dumps": json.dumps is real_dumps,
+            "encode": json.JSONEncoder.encode is real_encode,
+            "planted": hasattr(json.JSONEncoder, "planted"),
+            "limit_denominator": fractions.Fraction.__dict__.get("limit_denominator") is real_limit,
+            "os_rewritten": read(os_view) != os_version,
+        }
+
+    assert _in_a_child(body) == {"dumps": True, "encode": True, "planted": False, "limit_denominator": True,
+                                 "os_rewritten": False}
