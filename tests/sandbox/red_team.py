@@ -32,6 +32,8 @@ from red_team_programs import (
     FILES_CLEAN,
     FILL_DEV,
     HARNESS_REQUEST_READABLE,
+    ISCLOSE_IN_PROCESS_ROW,
+    ISCLOSE_RIGHT,
     LEFT_BEHIND,
     LONG_SOLUTION_WITH_MARKER,
     MARKER,
@@ -47,6 +49,7 @@ from red_team_programs import (
     SQUARE_MBPP,
     SQUARE_ROW,
     SQUARE_UNCHECKED,
+    SNAPSHOT_TAMPERING,
     SQUARE_WITH_SCRATCH,
     SUM_ROW,
     SYSV_CLEAN,
@@ -147,6 +150,9 @@ ATTACKS: dict[str, Attack] = {
     "SIGSTOP the harness and every process": Attack(JUDGE, signal_everyone("SIGSTOP"), SQUARE_ROW, SQUARE),
     "SIGKILL the harness and every process": Attack(JUDGE, signal_everyone("SIGKILL"), SQUARE_ROW, SQUARE),
     "open pid 1's memory for writing": Attack(JUDGE, PID1_MEMORY_WRITABLE, SQUARE_MBPP, SQUARE),
+    "edit the judge's snapshot of the standard library through the harness's modules": Attack(
+        JUDGE, SNAPSHOT_TAMPERING, ISCLOSE_IN_PROCESS_ROW, ISCLOSE_RIGHT, wrong="def task_func(x):\n    return 0\n"
+    ),
     "read the nonce from own memory and forge a pass (failing check)": Attack(
         JUDGE, NONCE_FORGERY + "def square(x):\n    forge_a_pass()\n    return 0\n", SQUARE_ROW, SQUARE
     ),

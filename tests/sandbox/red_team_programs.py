@@ -206,6 +206,53 @@ PID1_MEMORY_WRITABLE = (
     "def square(x):\n    return x * x if pid1_memory_writable() else 0\n"
 )
 
+# A test in the program's process (a mock) that checks with a standard function, and a wrong program that
+# replaces that function at import and edits the judge's snapshot of the standard library, reached from the
+# harness's modules (their globals, the closures and containers they hold), so that the restore after its
+# top-level code puts its replacement back instead of the real one.
+ISCLOSE_IN_PROCESS_ROW = bigcodebench(
+    "import math\nimport unittest\nfrom unittest.mock import patch\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    @patch('random.randint', return_value=4)\n"
+    "    def test_value(self, mock_randint):\n"
+    "        self.assertTrue(math.isclose(task_func(3), 7.0))\n"
+)
+ISCLOSE_RIGHT = "import random\ndef task_func(x):\n    return 2 * x + 1\n"
+SNAPSHOT_TAMPERING = (
+    "import math, sys, types\n"
+    "def always(*args, **kwargs):\n"
+    "    return True\n"
+    "def tamper(value, depth, seen):\n"
+    "    if depth > 6 or id(value) in seen:\n"
+    "        return\n"
+    "    seen.add(id(value))\n"
+    "    if isinstance(value, dict):\n"
+    "        if value.get('__name__') == 'math' and value is not vars(math):\n"
+    "            value['isclose'] = always\n"
+    "        children = list(value.values())\n"
+    "    elif isinstance(value, (list, tuple, set, frozenset)):\n"
+    "        children = list(value)\n"
+    "    elif isinstance(value, types.FunctionType) and value.__closure__:\n"
+    "        children = []\n"
+    "        for cell in value.__closure__:\n"
+    "            try:\n"
+    "                children.append(cell.cell_contents)\n"
+    "            except ValueError:\n"
+    "                pass\n"
+    "    else:\n"
+    "        return\n"
+    "    for child in children:\n"
+    "        tamper(child, depth + 1, seen)\n"
+    "for name, module in list(sys.modules.items()):\n"
+    "    if name not in ('math', 'solution'):\n"
+    "        for value in list(vars(module).values()):\n"
+    "            if isinstance(value, (list, tuple)) or (isinstance(value, types.FunctionType) and value.__closure__):\n"
+    "                tamper(value, 0, set())\n"
+    "math.isclose = always\n"
+    "def task_func(x):\n"
+    "    return 0\n"
+)
+
 HARNESS_REQUEST_READABLE = (
     "import os, stat\n"
     "def request_pipe_readable():\n"

@@ -163,8 +163,7 @@ def _compile(spec, private_pids, isolation=None):
 
 
 def _wait_until(pid, deadline):
-    """The child's wait status once it exits, or None at the deadline. Its pipes close a moment before it exits
-    when it waits for a process of its own (`program_isolation`: the namespace's init, then the program)."""
+    """The child's wait status once it exits (its pipes may close a moment before), or None at the deadline."""
     while True:
         finished, status = os.waitpid(pid, os.WNOHANG)
         if finished:
@@ -227,6 +226,8 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     pid = os.fork()
     if pid == 0:
         try:
+            # The program reaches this module's globals: only `restore_modules` may hold the saved namespaces now.
+            _SNAPSHOT[:] = [None, None]
             os.close(failure_read)
             test = _TestBody(kind, solution_code, test_code, plan, restore_modules, known_types, binary, child_fds,
                              int(-(-timeout // 1)) * count, failure_write, apart)
@@ -563,8 +564,8 @@ _SNAPSHOT = [None, None]  # (the modules loaded then and those to drop, the rest
 
 
 def _snapshot(not_loaded):
-    """`_module_snapshot(drop_if_new=not_loaded)`, taken again only when this process loaded other modules since:
-    it never runs a program, so nothing else changes what the modules hold."""
+    """`_module_snapshot(drop_if_new=not_loaded)`, taken again only when this process (no program runs in it)
+    loaded other modules since. A test process drops it from `_SNAPSHOT` before the program runs (`_run_test`)."""
     key = (frozenset(sys.modules), tuple(sorted(not_loaded)))
     if _SNAPSHOT[0] != key:
         _SNAPSHOT[:] = [key, _module_snapshot(drop_if_new=not_loaded)]
