@@ -56,6 +56,8 @@ def _dict_version_views():
     """`(watch, read)`: `watch(d)` is a view of dict `d`'s version tag, which CPython changes on every change of
     the dict (PEP 509), and `read(view)` its value, read without touching `d` or anything it holds (so a forked
     process copies none of their pages). None where this interpreter keeps no such tag: checked on probe dicts."""
+    if sys.implementation.name != "cpython":  # the layout below is CPython's (an object's id is its address)
+        return None
     try:
         import ctypes
     except ImportError:
