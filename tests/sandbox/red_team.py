@@ -31,6 +31,7 @@ from red_team_programs import (
     FAILED_RECORD,
     FILES_CLEAN,
     FILL_DEV,
+    EXPECTED_IN_PROCESS_ROW,
     HARNESS_REQUEST_READABLE,
     ISCLOSE_IN_PROCESS_ROW,
     ISCLOSE_RIGHT,
@@ -55,6 +56,7 @@ from red_team_programs import (
     SYSV_CLEAN,
     SYSV_CREATE,
     TAKE_OVER_PID1,
+    TEST_NAMES_THROUGH_THE_GUARD,
     WRONG_SQUARE,
     apps,
     bigcodebench,
@@ -150,6 +152,10 @@ ATTACKS: dict[str, Attack] = {
     "SIGSTOP the harness and every process": Attack(JUDGE, signal_everyone("SIGSTOP"), SQUARE_ROW, SQUARE),
     "SIGKILL the harness and every process": Attack(JUDGE, signal_everyone("SIGKILL"), SQUARE_ROW, SQUARE),
     "open pid 1's memory for writing": Attack(JUDGE, PID1_MEMORY_WRITABLE, SQUARE_MBPP, SQUARE),
+    "read the test's expected value through the guard of the tested function": Attack(
+        JUDGE, TEST_NAMES_THROUGH_THE_GUARD, EXPECTED_IN_PROCESS_ROW, ISCLOSE_RIGHT,
+        wrong="def task_func(x):\n    return 0\n",
+    ),
     "edit the judge's snapshot of the standard library through the harness's modules": Attack(
         JUDGE, SNAPSHOT_TAMPERING, ISCLOSE_IN_PROCESS_ROW, ISCLOSE_RIGHT, wrong="def task_func(x):\n    return 0\n"
     ),

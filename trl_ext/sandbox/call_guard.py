@@ -10,9 +10,11 @@ test's namespace and classes, and the registries whose entries run code later (i
 `gc.callbacks`), calls the program, and puts all of it back when the call returns
 or raises. So a program's changes never outlive its call; the test's own changes (a `patch` it entered) are kept.
 
-Nothing here can be rewired by the program: the guard is a bound method whose state is a tuple (`MethodType`:
-neither can be changed), its functions look up no global or builtin name (the program may replace any), and
-the audit hook (`test_process`) refuses assignments to their `__code__`.
+Nothing here can be rewired or read by the program: the guard is a bound method whose state is a tuple
+(`MethodType`: neither can be changed) holding only the `send` of a generator; the function it calls and the
+snapshot's context, with the test's namespace, live in generators' frames, which the audit hook refuses to hand
+out. Its functions look up no global or builtin name (the program may replace any), and the audit hook
+(`test_process`) refuses assignments to their `__code__`.
 """
 
 import gc
@@ -85,20 +87,47 @@ def take_snapshot(bound):
     return restore
 
 
-def _guarded_call(state, *args, **kwargs):
-    function, snapshot, bound = state
+def _guarded_run(function, snapshot, bound, caught):
+    """One call of the program's `function` under a snapshot, as a generator: sent `(args, kwargs)`, it returns
+    `(result, None)` or `(None, exception)`. What it holds (the function, the snapshot's context with the test's
+    namespace) stays in its frame, which the audit hook keeps from the program."""
+    args, kwargs = yield
     restore = snapshot(bound)
     try:
-        return function(*args, **kwargs)
+        return function(*args, **kwargs), None
+    except caught as error:  # handed back as a value: a StopIteration of the program's stays one
+        return None, error
     finally:
         restore()
         bound[3]()  # gc.disable: no collection runs a finalizer of the program inside the test's code
 
 
+def _runs(function, snapshot, bound, run, caught):
+    """The `_guarded_run`s of `function`, a fresh one each time (a call may lead to another one)."""
+    while True:
+        yield run(function, snapshot, bound, caught)
+
+
+def _guarded_call(state, *args, **kwargs):
+    next_run, done = state
+    call = next_run(None)
+    call.send(None)
+    try:
+        call.send((args, kwargs))
+    except done as stop:
+        result, error = stop.value
+        if error is not None:
+            raise error
+        return result
+
+
 def guarded(function, bound):
-    """`function` (the program's) as the test calls it: every call under a snapshot put back when it ends."""
-    return types.MethodType(_guarded_call, (function, take_snapshot, bound))
+    """`function` (the program's) as the test calls it: every call under a snapshot put back when it ends. Its
+    state is a tuple holding only the `send` of a generator, so the test's namespace is not reachable from it."""
+    runs = _runs(function, take_snapshot, bound, _guarded_run, BaseException)
+    runs.send(None)
+    return types.MethodType(_guarded_call, (runs.send, StopIteration))
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (take_snapshot, _guarded_call)
+PROTECTED_FUNCTIONS = (take_snapshot, _guarded_call, _guarded_run, _runs)
