@@ -86,3 +86,14 @@ def test_wrong_programs_fail_the_forms_that_tell_them_apart(reward):
     assert {"assertEqual", "assertListEqual", "assertCountEqual"} - set(failed["unsorted"]) == {"assertCountEqual"}
     assert {"assertEqual", "assertTrue", "assertFalse", "assertLessEqual"} <= set(failed["reversed"])
     assert {"assertRaises as a context", "assertRaises as a call", "assertRaisesRegex"} <= set(failed["no error"])
+
+
+def test_the_programs_exceptions_reach_the_test_as_they_were_raised(reward):
+    # The call guard runs each call in a generator: a StopIteration of the program's must stay one, and no
+    # exception of the guard's may be chained to the program's.
+    program = "import random\ndef task_func(values):\n    if values == []:\n        raise StopIteration\n" \
+              "    raise ValueError('no values')\n"
+    check = ("with self.assertRaises(StopIteration):\n            task_func([])\n"
+             "        with self.assertRaises(ValueError) as caught:\n            task_func([1])\n"
+             "        self.assertIsNone(caught.exception.__context__)")
+    assert score(reward, program, check) == 1.0

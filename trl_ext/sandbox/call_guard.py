@@ -116,9 +116,9 @@ def _guarded_call(state, *args, **kwargs):
         call.send((args, kwargs))
     except done as stop:
         result, error = stop.value
-        if error is not None:
-            raise error
-        return result
+    if error is not None:
+        raise error  # outside the handler: the program's exception is not chained to the StopIteration
+    return result
 
 
 def guarded(function, bound):
