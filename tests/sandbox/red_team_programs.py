@@ -467,3 +467,75 @@ CLAIM_NO_ISOLATION = (
     "    try:\n        os.write(fd, b'Xno namespaces here')\n    except OSError:\n        pass\n"
 )
 WRONG_SQUARE = "def square(x):\n    return x + x\n"
+
+# Tests that run in the program's process and compare outside the judge's asserts: the program's value is compared
+# by a unittest `assertTrue`, by `in` on a list, by a mock or by NumPy. A row with `patch` (BigCodeBench style).
+def in_process_row(body: str, imports: str = "") -> dict:
+    return bigcodebench(
+        f"import unittest\nfrom unittest.mock import patch, MagicMock\n{imports}\n"
+        "class TestCases(unittest.TestCase):\n"
+        "    @patch('random.randint', return_value=4)\n"
+        f"    def test_value(self, mock_randint):\n        {body}\n"
+    )
+
+
+IN_PROCESS_RIGHT = "import random\ndef task_func(x):\n    return 2 * x + 1\n"
+ALWAYS_EQUAL_IN_PROCESS = "import random\n" + ANYTHING + "def task_func(x):\n    return Anything()\n"
+# An answering method that is no function of the program's: a C slot of `int` that answers the opposite.
+OPPOSITE_INT = "import random\nclass Opposite(int):\n    __eq__ = int.__ne__\ndef task_func(x):\n    return Opposite(0)\n"
+ZERO_DIFFERENCE = (
+    "import random\nclass Zero:\n    def __sub__(self, other):\n        return 0\n    __rsub__ = __sub__\n"
+    "def task_func(x):\n    return Zero()\n"
+)
+OBJECT_ARRAY_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        expected = np.empty(2, dtype=object)\n"
+    "        expected[:] = [(1, 2), (3, 4)]\n"
+    "        result = np.empty(2, dtype=object)\n"
+    "        result[:] = task_func(2)\n"
+    "        np.testing.assert_array_equal(result, expected)\n"
+)
+OBJECT_ARRAY_RIGHT = "def task_func(n):\n    return [(1, 2), (3, 4)][:n]\n"
+OBJECT_ARRAY_WRONG = ANYTHING + "def task_func(n):\n    return [Anything() for _ in range(n)]\n"
+# Code of the program that the test runs outside a call into the program: a method of a returned object, and a
+# finalizer, each rewriting what decides the verdict after the call has returned.
+METHOD_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        result = task_func(3)\n"
+    "        result.describe()\n"
+    "        self.assertTrue(result.value == 7)\n"
+    "        np.testing.assert_array_equal(result.array(), np.array([7]))\n"
+)
+METHOD_RIGHT = (
+    "import numpy as np\nclass Result:\n    def __init__(self, value):\n        self.value = value\n"
+    "    def describe(self):\n        return f'value {self.value}'\n"
+    "    def array(self):\n        return np.array([self.value])\n"
+    "def task_func(x):\n    return Result(2 * x + 1)\n"
+)
+METHOD_REWRITES = (
+    "import numpy as np\n" + ANYTHING + "class Result:\n    value = Anything()\n"
+    "    def describe(self):\n"
+    "        Anything.__eq__ = lambda self, other: True\n"
+    "        np.testing.assert_array_equal = lambda *args, **kwargs: None\n"
+    "        return ''\n"
+    "    def array(self):\n        return np.array([0])\n"
+    "def task_func(x):\n    return Result()\n"
+)
+FINALIZER_ROW = in_process_row("task_func(3)\n        self.assertTrue(math.isclose(task_func(3), 7.0))", "import math\n")
+FINALIZER_REWRITES = (
+    "import math, random\ncalls = []\n"
+    "class Later:\n    def __del__(self):\n        math.isclose = lambda *args, **kwargs: True\n"
+    "def task_func(x):\n    calls.append(x)\n    return Later() if len(calls) == 1 else 0\n"
+)
+FORGED_LIBRARY_EQ = (
+    "import random, unittest\n"
+    "path = unittest.__file__\n"
+    "scope = {}\n"
+    "exec(compile('def same(self, other):\\n    return True\\n', path, 'exec'), scope)\n"
+    "class Anything:\n    __eq__ = scope['same']\n    __hash__ = object.__hash__\n"
+    "def task_func(x):\n    return Anything()\n"
+)

@@ -24,13 +24,15 @@ import types
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 
 
-def context(modules, test_namespace):
-    """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple."""
+def context(modules, test_namespace, answers):
+    """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
+    `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends, and
+    `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, isinstance, type, getattr,
-            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache)
+            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache, answers)
 
 
 def take_snapshot(bound):
@@ -39,7 +41,7 @@ def take_snapshot(bound):
     them made them)."""
     (modules, test_namespace, registries, _, heap, dict_, list_, items, values, clear, update, get, flags,
      class_dict, set_attribute, delete_attribute, is_instance, type_, getattr_, split_last, proxy_get,
-     errors, importer_cache) = bound
+     errors, importer_cache, _) = bound
     saved_modules = dict_(modules)
     namespaces, classes, packages = [(test_namespace, dict_(test_namespace))], [], {}
     for name, module in list_(items(modules)):
@@ -92,6 +94,9 @@ def _guarded_run(function, snapshot, bound, caught):
     `(result, None)` or `(None, exception)`. What it holds (the function, the snapshot's context with the test's
     namespace) stays in its frame, which the audit hook keeps from the program."""
     args, kwargs = yield
+    enter, leave, pause_watch, resume_watch = bound[-1]
+    watching = pause_watch()  # the call is guarded as a whole
+    enter()  # the program's classes answer with their own methods while it runs
     restore = snapshot(bound)
     try:
         return function(*args, **kwargs), None
@@ -99,6 +104,8 @@ def _guarded_run(function, snapshot, bound, caught):
         return None, error
     finally:
         restore()
+        leave()
+        resume_watch(watching)
         bound[3]()  # gc.disable: no collection runs a finalizer of the program inside the test's code
 
 

@@ -16,13 +16,14 @@ import sys
 import types
 
 if __package__:
-    from . import call_guard, judge_side, program_isolation
-    from .plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
+    from . import answer_traps, call_guard, judge_side, program_isolation
+    from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
+    import answer_traps
     import call_guard
     import judge_side
     import program_isolation
-    from plain_data import _HEAP_TYPE, _Unencodable, _write_all, encode_value, make_comparisons
+    from plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 
 # File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
 _RESULT_FD = 3
@@ -232,14 +233,26 @@ def _bind_judge_functions(code, check, compare, truth, value, trust):
     return None if code is None else bind(code)
 
 
-def _guarded_namespace(namespace, genuine, modules, module_type):
-    """The test's namespace and the `solution` module it imports from, in which every function of the program is
-    called under `call_guard` (what a call changes in modules, classes and the test's names does not outlive it).
-    The program's own namespace stays as it is: its functions call each other unguarded."""
+def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots):
+    """The test's namespace, the `solution` module it imports from, in which every function of the program is
+    called under `call_guard` (what a call changes in modules, classes and the test's names does not outlive it),
+    and the profile function that guards the program's other code the test runs (`answer_traps.watcher`).
+    `answers`: `answer_traps`' `(enter, leave)`. The program's own namespace stays as it is: its functions call
+    each other unguarded."""
     test_globals = dict(namespace)
     test_globals.update(genuine)
     test_globals["__name__"] = "__test__"
-    bound = call_guard.context(modules, test_globals)
+    get_profile, set_profile = sys.getprofile, sys.setprofile
+
+    def pause_watch():  # a call into the program is guarded as a whole: its own calls are not watched
+        watching = get_profile()
+        harness_does(set_profile, None)
+        return watching
+
+    def resume_watch(watching):
+        harness_does(set_profile, watching)
+
+    bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch))
     view = module_type("solution")
     for name, item in namespace.items():
         if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
@@ -248,7 +261,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type):
                 test_globals[name] = view.__dict__[name]
         else:
             view.__dict__[name] = item
-    return test_globals, view
+    return test_globals, view, answer_traps.watcher(namespace, answers, call_guard.take_snapshot, bound, roots)
 
 
 def _default_signals_and_cpu_limit(cpu_seconds):
@@ -272,18 +285,58 @@ def _take_descriptors(fds):
     return secret
 
 
-def _install_audit_hook():
+def _install_audit_hook(roots, provenance):
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
     `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
-    functions) and rewiring them or the call guard's, from here on. Everything the hook calls is bound now: the
-    program may replace any module attribute or builtin later."""
+    functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
+    name (under `roots`: `answer_traps.forged_library_code`), from here on. Everything the hook calls is bound now: the program may
+    replace any module attribute or builtin later. Returns `harness_does(function, *args)`, which calls a
+    refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
     open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
-    protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS)
-    type_of = type
+    protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS + answer_traps.PROTECTED_FUNCTIONS)
+    type_of, forged_code, read_only, read = type, answer_traps.forged_library_code, os.O_RDONLY, os.read
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+    provenance_events = frozenset({"compile", "code.__new__", "marshal.loads"} if provenance else ())
+
+    def read_file(path):  # called with `busy` set
+        try:
+            fd = open_path(path, read_only)
+        except OSError:
+            return None
+        try:
+            chunks = []
+            while chunk := read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            close(fd)
+
+    def forged(event, args):
+        busy.append(1)
+        try:
+            caller = get_frame(2)  # this function's caller is the hook; the hook's, the code that raised the event
+
+            def program_running():
+                frame = caller
+                while frame is not None:
+                    if frame.f_code.co_filename == "solution.py":
+                        return True
+                    frame = frame.f_back
+                return False
+
+            return forged_code(event, args, caller, program_running, roots, read_file)
+        finally:
+            busy.clear()
+
+    def harness_does(function, *args):
+        busy.append(1)
+        try:
+            return function(*args)
+        finally:
+            busy.clear()
 
     def judges(target, attribute, reading):
         # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
@@ -338,8 +391,35 @@ def _install_audit_hook():
             path = real_path(args[0])
             if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
                 raise refusal("reading process memory is not allowed in the code sandbox")
+        if event in provenance_events:
+            reason = forged(event, args)
+            if reason is not None:
+                raise refusal(f"{reason} is not allowed in the code sandbox")
 
     sys.addaudithook(audit)
+    return harness_does
+
+
+def _value_frame_writer(max_value_bytes):
+    """`value_frame(code, test_globals)`: one length-prefixed frame of a batch of value tests (what it calls is
+    bound now, before the program runs)."""
+    eval_, dumps, encode, unencodable, type_ = builtins.eval, json.dumps, encode_value, _Unencodable, type
+
+    def value_frame(code, test_globals):
+        try:
+            payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
+            if len(payload) > max_value_bytes:
+                payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
+        except unencodable as error:
+            payload = f"U{error}".encode(errors="replace")[:300]
+        except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
+            try:
+                payload = f"Etest:{type_(error).__name__}: {error}".encode(errors="replace")[:300]
+            except BaseException:  # noqa: BLE001 - an exception whose str() raises
+                payload = f"Etest:{type_(error).__name__}".encode()
+        return len(payload).to_bytes(4, "big") + payload
+
+    return value_frame
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
@@ -354,10 +434,11 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     # Only the streams as they are now: a program may replace sys.stdout with an object whose flush() is its own.
     flush_targets = tuple(stream.flush for stream in (sys.stdout, sys.stderr))
     exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
-    result_fd, unencodable, modules, module_type = _RESULT_FD, _Unencodable, sys.modules, type(sys)
+    result_fd, unencodable, modules, module_type, refused = _RESULT_FD, _Unencodable, sys.modules, type(sys), NotPlainData
     secret = _take_descriptors(fds)
     _default_signals_and_cpu_limit(cpu_seconds)
-    _install_audit_hook()
+    roots, set_profile, get_profile = answer_traps.library_roots(), sys.setprofile, sys.getprofile
+    harness_does = _install_audit_hook(roots, provenance=kind == "statement")
     checks = [0]
 
     def count_check():
@@ -370,28 +451,17 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
             except BaseException:  # noqa: BLE001 - a closed stream: nothing to flush
                 pass
 
-    def value_frame(code, test_globals):  # one length-prefixed frame of a batch of value tests
-        try:
-            payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
-            if len(payload) > max_value_bytes:
-                payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
-        except unencodable as error:
-            payload = f"U{error}".encode(errors="replace")[:300]
-        except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
-            try:
-                payload = f"Etest:{type(error).__name__}: {error}".encode(errors="replace")[:300]
-            except BaseException:  # noqa: BLE001 - an exception whose str() raises
-                payload = f"Etest:{type(error).__name__}".encode()
-        return len(payload).to_bytes(4, "big") + payload
-
+    value_frame = _value_frame_writer(max_value_bytes)
     compare, truth, value, trust = make_comparisons(set(known_types))
-    test_code = _bind_judge_functions(test_code, count_check, compare, truth, value, trust)
+    test_code = harness_does(_bind_judge_functions, test_code, count_check, compare, truth, value, trust)
     guarded_namespace, disable_collection = _guarded_namespace, gc.disable
     solution_module = module_type("solution")
     namespace = solution_module.__dict__
     namespace.update({"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins})
     if kind != "stdio":
         modules["solution"] = solution_module  # a test may `from solution import f`; so may the solution itself
+    # The program's classes answer comparisons with their own methods only while it runs (`answer_traps`).
+    answers = answer_traps.answer_traps(NotPlainData, roots) if kind == "statement" else None
     stage = "load"
     try:
         try:
@@ -408,8 +478,11 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals.update(genuine)
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
-                test_globals, modules["solution"] = guarded_namespace(namespace, genuine, modules, module_type)
+                test_globals, modules["solution"], watch = guarded_namespace(
+                    namespace, genuine, modules, module_type, answers[:2], harness_does, roots)
                 disable_collection()
+                answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
+                harness_does(set_profile, watch)
             if kind == "value":
                 payload = dumps(encode(eval_(test_code, test_globals))).encode()
                 if len(payload) > max_value_bytes:
@@ -420,6 +493,10 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                     write_all(write, result_fd, value_frame(code, test_globals))
             elif kind == "statement":
                 exec_(test_code, test_globals)
+                watched = get_profile() is watch
+                harness_does(set_profile, None)
+                if answers[2]() or not watched:  # a trap sprang, even if the test caught what it raised
+                    raise refused("a value of a class the program wrote answered a comparison itself")
                 flush()  # before the record: nothing may follow it
                 write_all(write, result_fd, b"P" + secret + b":" + to_text(checks[0]).encode() + PASS_RECORD_END)
                 exit_(0)

@@ -1,0 +1,224 @@
+"""The program's classes answer comparisons with their own code only inside its calls, and what counts as a
+library's code cannot be forged (`trl_ext.sandbox.answer_traps`). The end-to-end cases are in the red team
+(`red_team.py`: "values that lie" in the program's process, and code of the program run after its call)."""
+
+import json
+import marshal
+import os
+import sys
+import types
+
+import pytest
+
+from trl_ext.sandbox.answer_traps import (
+    ANSWERING,
+    answer_traps,
+    class_ids,
+    forged_library_code,
+    library_roots,
+)
+from trl_ext.sandbox.plain_data import NotPlainData
+
+ROOTS = library_roots()
+
+
+def _in_a_child(body) -> dict:
+    """Run `body()` in a forked child (traps rewrite classes of this process) and return the dict it returns."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, json.dumps(body()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        data = reader.read()
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+def _attempt(expression, scope):
+    try:
+        return repr(eval(expression, scope))
+    except NotPlainData:
+        return "trapped"
+
+
+def test_the_libraries_directories_are_roots():
+    assert any(os.path.dirname(json.__file__).startswith(root.rstrip("/")) for root in ROOTS)
+    assert any(pytest.__file__.startswith(root) for root in ROOTS)
+
+
+def test_class_ids_sees_every_class_and_a_new_one():
+    ids, classes = class_ids()
+    assert id(int) in ids and id(NotPlainData) in ids and len(ids) == len(classes)
+    made = type("Made", (), {})
+    assert id(made) in class_ids()[0] and id(made) not in ids
+
+
+def test_outside_the_programs_calls_its_answering_methods_are_traps():
+    def body():
+        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        scope = {}
+        # The program's top-level code: a class that answers == itself, one whose == is a C slot of int's that
+        # answers the opposite, and one that subtracts to 0.
+        exec(
+            "class Anything:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+            "class Opposite(int):\n    __eq__ = int.__ne__\n"
+            "class Zero:\n    def __sub__(self, other):\n        return 0\n"
+            "class Plain:\n    def describe(self):\n        return 'plain'\n",
+            scope,
+        )
+        leave()  # its top-level code ended
+        outside = {expression: _attempt(expression, scope) for expression in
+                   ("Anything() == 7", "7 in [Anything()]", "Opposite(0) == 7", "Zero() - 7", "Plain().describe()")}
+        first_sprung = sprung()
+        enter()  # a call into the program: its classes answer as written
+        inside = {expression: _attempt(expression, scope) for expression in ("Anything() == 7", "Opposite(0) == 7")}
+        leave()
+        again = _attempt("Anything() == 7", scope)
+        return {"outside": outside, "inside": inside, "again": again, "sprung": [first_sprung, sprung()]}
+
+    result = _in_a_child(body)
+    assert result["outside"] == {"Anything() == 7": "trapped", "7 in [Anything()]": "trapped",
+                                 "Opposite(0) == 7": "trapped", "Zero() - 7": "trapped",
+                                 "Plain().describe()": "'plain'"}
+    assert result["inside"] == {"Anything() == 7": "True", "Opposite(0) == 7": "True"}
+    assert result["again"] == "trapped"
+    assert result["sprung"] == [True, True]  # a trap, once sprung, stays sprung
+
+
+def test_a_trap_that_was_caught_still_counts_and_cannot_be_reset():
+    def body():
+        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        scope = {}
+        exec("class Anything:\n    def __eq__(self, other):\n        return True\n", scope)
+        leave()
+        try:
+            scope["Anything"]() == 7  # noqa: B015 - the comparison is what springs the trap
+        except NotPlainData:
+            pass
+        trap = vars(scope["Anything"])["__eq__"]  # what a program can reach of it: a send that springs it
+        trap.__self__[0](None)
+        trap.__self__[0](False)
+        return {"sprung": sprung()}
+
+    assert _in_a_child(body) == {"sprung": True}
+
+
+def test_classes_the_test_makes_and_library_classes_keep_their_methods():
+    def body():
+        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        leave()
+        # The test makes a class between calls into the program; a library defines one while the program runs.
+        test_scope = {}
+        exec(compile("class Point:\n    def __eq__(self, other):\n        return True\n", "<test>", "exec"),
+             test_scope)
+        enter()
+        import fractions  # noqa: F401 - a library module first loaded inside a call (its classes are new)
+
+        library_class = type("LibraryLike", (), {"__eq__": json.JSONEncoder.default})
+        leave()
+        return {"test": test_scope["Point"]() == 1, "library": type(vars(library_class)["__eq__"]).__name__,
+                "sprung": sprung()}
+
+    sys.modules.pop("fractions", None)
+    assert _in_a_child(body) == {"test": True, "library": "function", "sprung": False}
+
+
+def test_every_answering_method_is_listed():
+    assert {"__eq__", "__ne__", "__lt__", "__contains__", "__bool__", "__sub__", "__rsub__", "__abs__"} <= ANSWERING
+    assert not {"__len__", "__iter__", "__getitem__", "__hash__", "__repr__"} & ANSWERING  # they give values
+
+
+def _source_of(module) -> bytes:
+    with open(module.__file__, "rb") as handle:
+        return handle.read()
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def test_code_under_a_librarys_file_name_must_be_that_files_content():
+    path = json.__file__
+    running = lambda: True  # noqa: E731 - a program frame is on the stack
+    forged = forged_library_code("compile", (b"def same(a, b):\n    return True\n", path), None, running, ROOTS, _read)
+    assert forged == "compiling code under a library's file name"
+    assert forged_library_code("compile", (_source_of(json), path), None, running, ROOTS, _read) is None
+    assert forged_library_code("compile", (b"x = 1", "<string>"), None, running, ROOTS, _read) is None
+    assert forged_library_code("compile", (b"x = 1", "<test>"), None, running, ROOTS, _read) is not None
+    # A syntax tree's file name is not shown to the hook: refused while the program runs.
+    assert forged_library_code("compile", (object(), None), None, running, ROOTS, _read) is not None
+    assert forged_library_code("compile", (object(), None), None, lambda: False, ROOTS, _read) is None
+
+
+def test_code_objects_and_marshal_loads_cannot_claim_a_library():
+    code = (lambda: 0).__code__
+    args = (code.co_code, path := json.__file__, "same", 0)
+    assert forged_library_code("code.__new__", args, None, lambda: True, ROOTS, _read) is not None
+    assert forged_library_code("code.__new__", (code.co_code, "solution.py", "f", 0), None, lambda: True, ROOTS,
+                               _read) is None
+    data = marshal.dumps(code.replace(co_filename=path))
+    caller = sys._getframe()
+    assert forged_library_code("marshal.loads", (data,), caller, lambda: True, ROOTS, _read) is not None
+
+
+def test_the_import_systems_own_load_of_a_compiled_library_file_is_allowed():
+    import importlib.util
+
+    cached = importlib.util.cache_from_source(json.__file__)
+    content = _read(cached)
+    if content is None:
+        pytest.skip("json has no compiled file here")
+    seen = {}
+
+    def hook(event, args):
+        if event == "marshal.loads" and "verdict" not in seen:
+            frame = sys._getframe(1)
+            if frame.f_code.co_name == "_compile_bytecode":
+                seen["verdict"] = forged_library_code(event, args, frame, lambda: True, ROOTS, _read)
+                forged_data = (b"x" + bytes(args[0]),)
+                seen["forged"] = forged_library_code(event, forged_data, frame, lambda: True, ROOTS, _read)
+
+    def body():
+        sys.addaudithook(hook)
+        sys.modules.pop("json.tool", None)
+        import json.tool  # noqa: F401 - loaded from its compiled file
+
+        return seen
+
+    result = _in_a_child(body)
+    if not result:
+        pytest.skip("json.tool was not loaded from a compiled file")
+    assert result == {"verdict": None, "forged": "loading code objects with marshal"}
+
+
+def test_a_programs_own_class_is_trapped_whatever_its_methods_claim():
+    def body():
+        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        scope = {}
+        exec("import functools, operator\n"
+             "class Partial:\n    __eq__ = functools.partialmethod(operator.is_not)\n"
+             "class Builtin:\n    __eq__ = operator.is_not\n", scope)
+        leave()
+        return {name: _attempt(f"{name}() == 7", scope) for name in ("Partial", "Builtin")}
+
+    assert _in_a_child(body) == {"Partial": "trapped", "Builtin": "trapped"}
+
+
+def test_the_profile_function_cannot_be_turned_into_a_guard_by_the_program():
+    from trl_ext.sandbox.answer_traps import watcher
+
+    calls = []
+    watch = watcher({}, (lambda: calls.append("enter"), lambda: calls.append("leave")),
+                    lambda bound: (lambda: calls.append("restore")), None, ROOTS)
+    send = watch.__self__[2]
+    for fake in (("frame", "call"), (types.SimpleNamespace(f_code=None), "call"), 7, None, ("a", "b", "c")):
+        send(fake)
+    assert calls == []

@@ -1,0 +1,213 @@
+"""The program's own answers to comparisons, outside its calls (inside the sandbox; standard library only).
+
+A test that runs in the program's process computes with what the program returned. Its asserts compare plain
+copies (`plain_data.make_comparisons`), but much of a test compares elsewhere: `assertTrue(f(x) == 7)`,
+`7 in [f(x)]`, a mock's `assert_called_with`, `pandas.testing.assert_frame_equal` on an object column. There a
+value of a class the program wrote answers with its own code: an `__eq__` returning True passes them all.
+
+So while the test runs, every answering method (comparison, containment, truth, arithmetic: `ANSWERING`) of a
+class the program made is replaced by a trap: calling it springs the trap (for good) and raises, and the harness
+fails a test whose trap sprang. While a call into the program runs (`call_guard`), the program's classes answer
+with their own methods again, as the program wrote them.
+
+A class is the program's when it appeared while the program's code ran (its top-level code, or a call into it)
+and an answering method of it is not a function loaded from a library's file (`library_roots`): classes that
+libraries define as they load while the program runs keep their methods. The audit hook (`test_process`) makes
+such a file name unforgeable: code compiled under a library's file name must be that file's content.
+
+Nothing here can be rewired or read by the program: a trap is a bound method whose state is a tuple holding only
+the `send` of a generator that can be sprung, never reset; what decides which classes are trapped lives in
+another generator's frame, held by the harness and the call guard only (the audit hook refuses frames).
+"""
+
+import os
+import sys
+import sysconfig
+import types
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
+ANSWERING = frozenset(
+    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__bool__", "__abs__", "__neg__",
+     "__pos__", "__invert__"}
+    | {f"__{prefix}{name}__" for prefix in ("", "r", "i") for name in
+       ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift",
+        "divmod")}
+)
+
+
+def library_roots():
+    """Where libraries are loaded from: the interpreter's library directories, and every directory of `sys.path`
+    that no program can write to (in the sandbox: everything but its tmpfs)."""
+    paths = [sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib", "platlib")]
+    paths += [path for path in sys.path if os.path.isabs(path) and os.path.isdir(path) and not os.access(path, os.W_OK)]
+    paths.append(os.path.dirname(os.path.abspath(__file__)))  # the harness's own modules
+    return tuple(sorted({os.path.realpath(path).rstrip("/") + "/" for path in paths}))
+
+
+def class_ids(subclasses=type.__subclasses__, id_=id, root=object, set_add=set.add, list_append=list.append,
+              list_pop=list.pop):
+    """The ids of every class alive now, and the classes themselves (so that no id is reused while kept). It
+    looks up no global or builtin name: the program may have replaced any."""
+    found, ids, stack = [root], {id_(root)}, [root]
+    while stack:
+        for cls in subclasses(list_pop(stack)):
+            if id_(cls) not in ids:
+                set_add(ids, id_(cls))
+                list_append(found, cls)
+                list_append(stack, cls)
+    return ids, found
+
+
+def _sprung_flag():
+    """Sent None, answers whether the trap sprang; sent anything else, springs it (for good)."""
+    sprung = False
+    message = yield
+    while True:
+        if message is not None:
+            sprung = True
+        message = yield sprung
+
+
+def _spring(state, *args, **kwargs):
+    state[0](True)
+    raise state[1]("a value of a class the program wrote answered a comparison or arithmetic outside its call")
+
+
+def _is_library_function(value, roots, function_type, starts, type_=type):
+    if type_(value) is not function_type:
+        return False
+    filename = value.__code__.co_filename
+    return filename == "<test>" or starts(filename, roots)
+
+
+def _keeper(before, trap, roots, bound):
+    """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
+    top-level code ended); between the outermost ones the program's classes have their own answering methods.
+    `before`: `class_ids()` before the program ran."""
+    (ids_now, answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, id_,
+     items, is_library) = bound
+    (trusted, alive), depth, saved, heap = before, 1, [], _HEAP_TYPE
+    seen = trusted
+    command = yield
+    while True:
+        if command == "enter" and depth == 0:
+            ids, classes = ids_now()
+            trusted = trusted | (ids - seen)  # classes the test and its libraries made meanwhile
+            append(alive, classes)  # kept, so that no trusted id is reused by a class the program makes
+            for cls, name, original in saved:
+                try:
+                    set_attribute(cls, name, original)
+                except errors:
+                    pass
+            saved = []
+        if command == "enter":
+            depth += 1
+        elif command == "leave" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                seen, classes = ids_now()
+                for cls in classes:
+                    if id_(cls) in trusted or not flags(cls) & heap:
+                        continue
+                    for name, value in list_(items(class_dict(cls))):
+                        if name in answering and not is_library(value, roots, function_type, starts):
+                            append(saved, (cls, name, value))
+                            try:
+                                set_attribute(cls, name, trap)
+                            except errors:
+                                pass
+        command = yield
+
+
+def answer_traps(error_type, roots):
+    """`(enter, leave, sprung)`, to be made before the program runs: `enter()`/`leave()` around each call into
+    the program (and `leave()` once after its top-level code), `sprung()` whether a trapped method was called."""
+    flag = _sprung_flag()
+    flag.send(None)
+    trap = types.MethodType(_spring, (flag.send, error_type))
+    bound = (class_ids, ANSWERING, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
+             type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
+             types.MappingProxyType.items, _is_library_function)
+    keeper = _keeper(class_ids(), trap, roots, bound)
+    keeper.send(None)
+    send = keeper.send
+    return (lambda: send("enter")), (lambda: send("leave")), (lambda: flag.send(None))
+
+
+def _watch(state, frame, event, arg):
+    """The profile function while the test runs (outside calls into the program, which pause it): tells the
+    guard keeper when code that is not the test's or a library's starts or ends."""
+    if event == "call" or event == "return":
+        filename = frame.f_code.co_filename
+        if frame.f_globals is state[0] or not (filename == "<test>" or state[3](filename, state[1])):
+            state[2]((frame, event))
+
+
+def _guard_keeper(answers, snapshot, bound, frame_type, type_, tuple_, len_):
+    """Sent `(frame, event)` by `_watch`: the program's code that the test or a library runs outside a call into
+    the program (a method or special method of its objects, a finalizer, a generator it returned) runs as a call
+    does: its classes answer as written, and what it changes in modules, classes and the test's names is put
+    back when it returns. Anything else sent (the program may reach `_watch`) changes nothing."""
+    enter, leave = answers
+    guard, restore = None, None
+    message = yield
+    while True:
+        if type_(message) is tuple_ and len_(message) == 2 and type_(message[0]) is frame_type:
+            frame, event = message
+            if guard is None and event == "call":
+                guard = frame
+                enter()
+                restore = snapshot(bound)
+            elif frame is guard and event == "return":
+                guard = None
+                restore()
+                leave()
+        message = yield
+
+
+def watcher(namespace, answers, snapshot, bound, roots):
+    """The profile function that guards the program's code run outside calls into it (`_guard_keeper`):
+    `namespace` is the program's, `answers` `(enter, leave)`, `snapshot` and `bound` the call guard's."""
+    keeper = _guard_keeper(answers, snapshot, bound, types.FrameType, type, tuple, len)
+    keeper.send(None)
+    not_the_program = roots + ("<frozen ",)
+    return types.MethodType(_watch, (namespace, not_the_program, keeper.send, str.startswith))
+
+
+def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
+                        starts=str.startswith, decode=bytes.decode):
+    """Why `event` (an audit event) would make code that claims to come from a library's file (or the test's)
+    without being that file's content, or None. Which methods answer with the program's own code, and which code
+    is the program's, is told by the file a function's code was loaded from: this keeps that unforgeable.
+
+    - `compile` under a library's file name must compile that file's content (the import system does so); an
+      abstract syntax tree (whose file name the event does not show) is not compiled while the program runs;
+    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's;
+    - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged.
+    `caller`: the frame that raised the event; `read_file(path)`: its bytes, or None."""
+    if event == "compile":
+        source, filename = args[0], args[1]
+        if filename is None:
+            return "compiling a syntax tree" if program_running() else None
+        if type_(filename) is bytes_:
+            filename = decode(filename, errors="replace")
+        if filename == "<test>":
+            return "compiling code under the test's name"
+        if type_(filename) is str_ and starts(filename, roots) and bytes_(source) != read_file(filename):
+            return "compiling code under a library's file name"
+    elif event == "code.__new__":
+        if args[1] == "<test>" or type_(args[1]) is str_ and starts(args[1], roots):
+            return "making a code object under a library's file name"
+    elif event == "marshal.loads":
+        code = caller.f_code if caller is not None else None
+        if code is None or code.co_name != "_compile_bytecode" or not starts(code.co_filename, "<frozen importlib"):
+            return "loading code objects with marshal"
+        path = caller.f_locals.get("bytecode_path")
+        content = read_file(path) if type_(path) is str_ and starts(path, roots) else None
+        if content is None or content[16:] != bytes_(args[0]):
+            return "loading code objects with marshal"
+    return None
+
+
+# What the audit hook refuses to rewire (`__code__`).
+PROTECTED_FUNCTIONS = (_spring, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper)
