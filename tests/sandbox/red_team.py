@@ -20,6 +20,19 @@ from dataclasses import dataclass
 
 from red_team_inside import inside_the_test_attacks
 from red_team_programs import (
+    CLASS_ATTRIBUTE_ROW,
+    READ_CLASS_ATTRIBUTES,
+    CALL_TEST_HELPER,
+    CALL_TEST_METHOD_WITH_A_SPY,
+    CALLBACK_RIGHT,
+    CALLBACK_ROW,
+    MOCK_ASSERTION_RIGHT,
+    MOCK_ASSERTION_ROW,
+    MODULE_EXPECTED_ROW,
+    PROBE_THE_CALLBACK,
+    READ_TEST_GLOBALS,
+    SILENCE_THE_MOCK,
+    SPY_ROW,
     ALWAYS_EQUAL_IN_PROCESS,
     FINALIZER_REWRITES,
     FINALIZER_ROW,
@@ -380,6 +393,24 @@ ATTACKS: dict[str, Attack] = {
     ),
     "a finalizer rewrites math.isclose after the call": Attack(
         JUDGE, FINALIZER_REWRITES, FINALIZER_ROW, "import random\ndef task_func(x):\n    return 2 * x + 1\n"
+    ),
+    "read the expected value in the test's module through a test method's __globals__": Attack(
+        JUDGE, READ_TEST_GLOBALS, MODULE_EXPECTED_ROW, IN_PROCESS_RIGHT, wrong="import random\ndef task_func(x):\n    return 0\n"
+    ),
+    "call the test's method with a spy for self and read what it asserts": Attack(
+        JUDGE, CALL_TEST_METHOD_WITH_A_SPY, SPY_ROW, IN_PROCESS_RIGHT
+    ),
+    "call a helper method of the test's class that gives the expected value": Attack(
+        JUDGE, CALL_TEST_HELPER, SPY_ROW, IN_PROCESS_RIGHT
+    ),
+    "replace the assertion method of a mock the test set up": Attack(
+        JUDGE, SILENCE_THE_MOCK, MOCK_ASSERTION_ROW, MOCK_ASSERTION_RIGHT
+    ),
+    "read the expected value from the test class's attributes (class body, setUpClass)": Attack(
+        JUDGE, READ_CLASS_ATTRIBUTES, CLASS_ATTRIBUTE_ROW, IN_PROCESS_RIGHT
+    ),
+    "probe a callback the test handed over until its assertion passes": Attack(
+        JUDGE, PROBE_THE_CALLBACK, CALLBACK_ROW, CALLBACK_RIGHT
     ),
     # ---------------------------------------------------------------------------------- 5: the check counter
     "sys.stdout whose flush writes on the result pipe (test without check)": Attack(

@@ -59,7 +59,7 @@ def test_class_ids_sees_every_class_and_a_new_one():
 
 def test_outside_the_programs_calls_its_answering_methods_are_traps():
     def body():
-        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
         scope = {}
         # The program's top-level code: a class that answers == itself, one whose == is a C slot of int's that
         # answers the opposite, and one that subtracts to 0.
@@ -91,7 +91,7 @@ def test_outside_the_programs_calls_its_answering_methods_are_traps():
 
 def test_a_trap_that_was_caught_still_counts_and_cannot_be_reset():
     def body():
-        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
         scope = {}
         exec("class Anything:\n    def __eq__(self, other):\n        return True\n", scope)
         leave()
@@ -109,7 +109,7 @@ def test_a_trap_that_was_caught_still_counts_and_cannot_be_reset():
 
 def test_classes_the_test_makes_and_library_classes_keep_their_methods():
     def body():
-        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
         leave()
         # The test makes a class between calls into the program; a library defines one while the program runs.
         test_scope = {}
@@ -201,7 +201,7 @@ def test_the_import_systems_own_load_of_a_compiled_library_file_is_allowed():
 
 def test_a_programs_own_class_is_trapped_whatever_its_methods_claim():
     def body():
-        enter, leave, sprung = answer_traps(NotPlainData, ROOTS)
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
         scope = {}
         exec("import functools, operator\n"
              "class Partial:\n    __eq__ = functools.partialmethod(operator.is_not)\n"

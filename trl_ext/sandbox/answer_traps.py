@@ -73,6 +73,14 @@ def _spring(state, *args, **kwargs):
     raise state[1]("a value of a class the program wrote answered a comparison or arithmetic outside its call")
 
 
+def _fail(state, reason=None):
+    """A failed check of the test's: final, even if the test or the program catches what it raises."""
+    state[0](True)
+    if isinstance(reason, BaseException):
+        raise reason
+    raise state[1](reason or "the test failed")
+
+
 def _is_library_function(value, roots, function_type, starts, type_=type):
     if type_(value) is not function_type:
         return False
@@ -120,8 +128,9 @@ def _keeper(before, trap, roots, bound):
 
 
 def answer_traps(error_type, roots):
-    """`(enter, leave, sprung)`, to be made before the program runs: `enter()`/`leave()` around each call into
-    the program (and `leave()` once after its top-level code), `sprung()` whether a trapped method was called."""
+    """`(enter, leave, sprung, fail)`, to be made before the program runs: `enter()`/`leave()` around each call
+    into the program (and `leave()` once after its top-level code), `sprung()` whether a trapped method was called
+    or a check of the test's failed, `fail(reason)` for a failed check (final: it springs the flag)."""
     flag = _sprung_flag()
     flag.send(None)
     trap = types.MethodType(_spring, (flag.send, error_type))
@@ -131,7 +140,8 @@ def answer_traps(error_type, roots):
     keeper = _keeper(class_ids(), trap, roots, bound)
     keeper.send(None)
     send = keeper.send
-    return (lambda: send("enter")), (lambda: send("leave")), (lambda: flag.send(None))
+    fail = types.MethodType(_fail, (flag.send, AssertionError))
+    return (lambda: send("enter")), (lambda: send("leave")), (lambda: flag.send(None)), fail
 
 
 def _watch(state, frame, event, arg):
@@ -210,4 +220,4 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_spring, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper)
+PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper)

@@ -11,8 +11,8 @@ from typing import Any
 
 from .test_process import JUDGE_CONSTANT
 
-__all__ = ["CHECK_FUNCTION", "COMPARE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
-           "VALUE_FUNCTION", "instrument_checks"]
+__all__ = ["CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES",
+           "TRUST_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
 CHECK_FUNCTION = "__trl_ext_check__"
@@ -20,17 +20,21 @@ COMPARE_FUNCTION = "__trl_ext_compare__"
 TRUTH_FUNCTION = "__trl_ext_truth__"
 VALUE_FUNCTION = "__trl_ext_value__"
 TRUST_FUNCTION = "__trl_ext_trust_comparison__"
+FAIL_FUNCTION = "__trl_ext_fail__"  # a failed check: final, even where the test or the program catches it
+ENTER_FUNCTION = "__trl_ext_enter__"  # the first call of a test class's method (`test_namespace.namespace_keeper`)
+CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_namespace.KeptClass`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
-JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION})
+JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
+                         ENTER_FUNCTION, CASE_CLASS})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
 
 
 class _CheckInstrumenter(ast.NodeTransformer):
-    """`assert <test>, <message>` becomes `if not <test'>: raise AssertionError(<message>)` followed by a call
+    """`assert <test>, <message>` becomes `if not <test'>: __trl_ext_fail__(<message>)` followed by a call
     that counts one check; in `<test'>` comparisons and truth tests go through the harness's plain-data
     comparison. An assert on constants alone (`assert True`) checks nothing and counts nothing. A call of an
     assertion function that returns (`np.testing.assert_allclose(...)`, `mock.assert_called_once()`) counts one
@@ -44,13 +48,29 @@ class _CheckInstrumenter(ast.NodeTransformer):
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         if node.name.startswith(("__trl_ext_", "_trl_ext_")):
             return node
-        return self.generic_visit(node)
+        self.generic_visit(node)
+        if not _is_test_class(node):
+            return node
+        if not node.keywords and all(_base_name(base).endswith("TestCase") for base in node.bases):
+            # its data attributes kept like the module's names (a class of another metaclass keeps its own)
+            node.keywords.append(ast.keyword("metaclass", ast.Name(CASE_CLASS, ast.Load())))
+        for method in node.body:  # each method first checks who calls it (the program may not, unless handed it)
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = 1 if ast.get_docstring(method, clean=False) is not None else 0
+                enter = ast.Expr(ast.Call(ast.Name(ENTER_FUNCTION, ast.Load()), [], []))
+                method.body.insert(start, ast.copy_location(enter, method))
+        return node
 
     def visit_Expr(self, node: ast.Expr) -> ast.AST | list[ast.stmt]:
         self.generic_visit(node)
         if not _is_assertion_call(node.value):
             return node
-        return [node, ast.copy_location(_count_check(), node)]
+        # A failed assertion call is final: a program that catches it (a callback it was handed) still fails.
+        error = "__trl_ext_error__"
+        handler = ast.ExceptHandler(ast.Name("AssertionError", ast.Load()), error, [
+            ast.Expr(ast.Call(ast.Name(FAIL_FUNCTION, ast.Load()), [ast.Name(error, ast.Load())], []))])
+        guarded = ast.Try([node], [handler], [], [])
+        return [ast.copy_location(guarded, node), ast.copy_location(_count_check(), node)]
 
     def visit_With(self, node: ast.With) -> list[ast.stmt]:
         # `with self.assertRaises(E):` / `with pytest.raises(E):` counts once its block ends as expected.
@@ -68,10 +88,7 @@ class _CheckInstrumenter(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> list[ast.stmt]:
         self.generic_visit(node)
-        failure = ast.Raise(
-            exc=ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg is not None else [], []),
-            cause=None,
-        )
+        failure = ast.Expr(ast.Call(ast.Name(FAIL_FUNCTION, ast.Load()), [node.msg] if node.msg is not None else [], []))
         statements: list[ast.stmt] = [ast.If(ast.UnaryOp(ast.Not(), _guarded(node.test)), [failure], [])]
         if _literal(node.test) is _NOT_LITERAL:
             statements.append(ast.Expr(ast.Call(ast.Name(CHECK_FUNCTION, ast.Load()), [], [])))
@@ -136,6 +153,16 @@ class _JudgeNamesAsConstants(ast.NodeTransformer):
         if node.id in JUDGE_NAMES and isinstance(node.ctx, ast.Load):
             return ast.copy_location(ast.Constant(JUDGE_CONSTANT + node.id), node)
         return node
+
+
+def _is_test_class(node: ast.ClassDef) -> bool:
+    """A class of test cases (a `unittest.TestCase`, a pytest `Test*` class), not a helper class of the test's
+    whose objects the program is given (a fake response)."""
+    return node.name.startswith("Test") or any(_base_name(base).endswith("TestCase") for base in node.bases)
+
+
+def _base_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
 
 
 def _count_check() -> ast.stmt:

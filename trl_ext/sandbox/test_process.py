@@ -1,6 +1,6 @@
 """What runs in a test's own process, before and after the program's code (inside the sandbox; standard library
 only). See `harness` for the whole; this module holds the test process's side: the module snapshot that puts the
-standard library back after the program ran, the genuine names a test uses, the audit hook, and the two bodies of
+standard library back after the program ran, the genuine names a test uses, and the two bodies of
 a test process (a Python test, or a C++ binary with the test's input).
 """
 
@@ -16,39 +16,23 @@ import sys
 import types
 
 if __package__:
-    from . import answer_traps, call_guard, judge_side, program_isolation
+    from . import answer_traps, audit_hook, call_guard, judge_side, program_isolation, test_namespace
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
+    import audit_hook
     import call_guard
     import judge_side
     import program_isolation
+    import test_namespace
     from plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 
 # File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
 _RESULT_FD = 3
 _NONCE_FD = 4
-_BLOCKED_AUDIT_EVENTS = frozenset(
-    {
-        "sys.settrace",
-        "sys.setprofile",
-        "sys.monitoring.register_callback",  # Python 3.12+
-        "sys._current_frames",
-        "sys.addaudithook",
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "sys._current_exceptions",
-    }
-)
-# Attributes that hand out a frame, whose `f_back` chain leads to the harness's locals (nonce, check counter).
-_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # The harness's functions in instrumented test code (`trl_ext.sandbox.instrumentation.JUDGE_NAMES`): string
 # constants `JUDGE_CONSTANT + name`, replaced in the compiled code by the functions (`_bind_judge_functions`).
 JUDGE_CONSTANT = "\x00trl-ext judge:"
-# Attributes that hand out a code object: refused for the test's functions, whose constants are those functions.
-_CODE_ATTRIBUTES = frozenset({"__code__", "gi_code", "cr_code", "ag_code"})
-_REWIRING_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 # Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
 PASS_RECORD_END = b"."
 
@@ -215,11 +199,20 @@ def _genuine_names(test_code):
     return genuine
 
 
-def _bind_judge_functions(code, check, compare, truth, value, trust):
+def _fail_now(reason=None):
+    """A failed check where the program cannot reach the test (judged apart)."""
+    if isinstance(reason, BaseException):
+        raise reason
+    raise AssertionError(reason or "the test failed")
+
+
+def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
+                          case_class=type):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
-                 JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust}
+                 JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
+                 JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -233,16 +226,21 @@ def _bind_judge_functions(code, check, compare, truth, value, trust):
     return None if code is None else bind(code)
 
 
-def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots):
-    """The test's namespace, the `solution` module it imports from, in which every function of the program is
-    called under `call_guard` (what a call changes in modules, classes and the test's names does not outlive it),
-    and the profile function that guards the program's other code the test runs (`answer_traps.watcher`).
-    `answers`: `answer_traps`' `(enter, leave)`. The program's own namespace stays as it is: its functions call
-    each other unguarded."""
-    test_globals = dict(namespace)
-    test_globals.update(genuine)
-    test_globals["__name__"] = "__test__"
-    get_profile, set_profile = sys.getprofile, sys.setprofile
+def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots, keeper):
+    """The test's namespace (`test_namespace`), the `solution` module it imports from, in which every function of
+    the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
+    not outlive it), and the profile function that guards the program's other code the test runs
+    (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`: `test_namespace.namespace_keeper`'s
+    `(namespace, hand, restore_mocks)`. The program's own namespace stays as it is: its functions call each
+    other unguarded."""
+    make_namespace, hand, restore_mocks = keeper
+    get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
+    test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
+    enter, leave = answers
+
+    def leave_and_restore_mocks():  # what the program's code set on the test's mocks goes with it
+        restore_mocks()
+        leave()
 
     def pause_watch():  # a call into the program is guarded as a whole: its own calls are not watched
         watching = get_profile()
@@ -252,13 +250,20 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     def resume_watch(watching):
         harness_does(set_profile, watching)
 
-    bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch))
+    def hand_to_program(args, kwargs):  # the call's arguments, and what the test holds where it calls
+        frame = harness_does(get_frame, 1)
+        while frame is not None and frame.f_code.co_filename != "<test>":
+            frame = None if test_namespace.nearest_code_is_program(frame, roots) else frame.f_back
+        harness_does(hand, (*args, *kwargs.values(), *(frame.f_locals.values() if frame is not None else ())))
+
+    answers = (enter, leave_and_restore_mocks)
+    bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch, hand_to_program))
     view = module_type("solution")
     for name, item in namespace.items():
         if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
             view.__dict__[name] = call_guard.guarded(item, bound)
             if name not in genuine:
-                test_globals[name] = view.__dict__[name]
+                dict.__setitem__(test_globals, name, view.__dict__[name])
         else:
             view.__dict__[name] = item
     return test_globals, view, answer_traps.watcher(namespace, answers, call_guard.take_snapshot, bound, roots)
@@ -285,121 +290,6 @@ def _take_descriptors(fds):
     return secret
 
 
-def _install_audit_hook(roots, provenance):
-    """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
-    `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
-    functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
-    name (under `roots`: `answer_traps.forged_library_code`), from here on. Everything the hook calls is bound now: the program may
-    replace any module attribute or builtin later. Returns `harness_does(function, *args)`, which calls a
-    refused function for the harness (its own code objects, its profile function)."""
-    blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
-    starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
-    open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
-    code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
-    protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS + answer_traps.PROTECTED_FUNCTIONS)
-    type_of, forged_code, read_only, read = type, answer_traps.forged_library_code, os.O_RDONLY, os.read
-    code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
-    provenance_events = frozenset({"compile", "code.__new__", "marshal.loads"} if provenance else ())
-
-    def read_file(path):  # called with `busy` set
-        try:
-            fd = open_path(path, read_only)
-        except OSError:
-            return None
-        try:
-            chunks = []
-            while chunk := read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            close(fd)
-
-    def forged(event, args):
-        busy.append(1)
-        try:
-            caller = get_frame(2)  # this function's caller is the hook; the hook's, the code that raised the event
-
-            def program_running():
-                frame = caller
-                while frame is not None:
-                    if frame.f_code.co_filename == "solution.py":
-                        return True
-                    frame = frame.f_back
-                return False
-
-            return forged_code(event, args, caller, program_running, roots, read_file)
-        finally:
-            busy.clear()
-
-    def harness_does(function, *args):
-        busy.append(1)
-        try:
-            return function(*args)
-        finally:
-            busy.clear()
-
-    def judges(target, attribute, reading):
-        # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
-        # asks (a frame of its code, "solution.py", is on the stack; `unittest.mock` reads a test's code too).
-        if id(target) in protected:
-            return True
-        busy.append(1)
-        try:
-            code = get_attribute(target, "__code__" if attribute in rewiring else attribute, None)
-            if get_attribute(code, "co_filename", None) != "<test>":
-                return False
-            frame = get_frame(1)
-            while reading and frame is not None:
-                if frame.f_code.co_filename == "solution.py":
-                    return True
-                frame = frame.f_back
-            return not reading
-        finally:
-            busy.clear()
-
-    def real_path(path):
-        # Where `path` leads, as the kernel resolves it (an O_PATH descriptor reads nothing).
-        busy.append(1)
-        try:
-            fd = open_path(path, path_flag)
-        except OSError:
-            return ""
-        finally:
-            busy.clear()
-        try:
-            return read_link(fd_path + str(fd))
-        except OSError:  # no /proc: a program in namespaces of its own sees none (`program_isolation`)
-            return ""
-        finally:
-            close(fd)
-
-    def audit(event, args):
-        if busy:  # the hook's own work (no code of the program runs meanwhile: it has one thread)
-            return
-        if event in blocked or starts(event, "ctypes."):
-            raise refusal(f"{event} is not allowed in the code sandbox")
-        if event == "sys._getframe":
-            raise bad_value("call stack is not available in the code sandbox")
-        if event == "object.__getattr__" and args[1] in frame_attributes:
-            raise refusal(f"{args[1]} is not available in the code sandbox")
-        if type_of(args[0] if args else None) not in code_holders:
-            pass
-        elif ((event == "object.__getattr__" and args[1] in code_attributes and judges(args[0], args[1], True))
-              or (event == "object.__setattr__" and args[1] in rewiring and judges(args[0], args[1], False))):
-            raise refusal(f"{args[1]} of the test's functions is not available in the code sandbox")
-        if event == "open" and is_instance(args[0], text_types):
-            path = real_path(args[0])
-            if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
-                raise refusal("reading process memory is not allowed in the code sandbox")
-        if event in provenance_events:
-            reason = forged(event, args)
-            if reason is not None:
-                raise refusal(f"{reason} is not allowed in the code sandbox")
-
-    sys.addaudithook(audit)
-    return harness_does
-
-
 def _value_frame_writer(max_value_bytes):
     """`value_frame(code, test_globals)`: one length-prefixed frame of a batch of value tests (what it calls is
     bound now, before the program runs)."""
@@ -422,6 +312,30 @@ def _value_frame_writer(max_value_bytes):
     return value_frame
 
 
+def _in_process_keepers(roots, harness_does):
+    """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
+    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
+    functions the test's code calls (`fail`, final; `enter`, first in each method of a test class)."""
+    get_frame = sys._getframe
+    answers = answer_traps.answer_traps(NotPlainData, roots)
+    fail = answers[3]
+
+    def program_calling():
+        return test_namespace.nearest_code_is_program(harness_does(get_frame, 1), roots)
+
+    def method_frame():  # harness_does <- method_frame <- enter <- enter_method <- the test's method
+        return harness_does(get_frame, 4)
+
+    make_namespace, hand, restore_mocks, enter = test_namespace.namespace_keeper(
+        roots, program_calling, sys.modules.get("unittest.mock"), method_frame)
+
+    def enter_method():
+        enter(fail)
+
+    judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass}
+    return answers, (make_namespace, hand, restore_mocks), judges
+
+
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
            max_value_bytes):
     """Body of a test child: never returns. Everything it calls after the solution starts is bound here first.
@@ -438,7 +352,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     secret = _take_descriptors(fds)
     _default_signals_and_cpu_limit(cpu_seconds)
     roots, set_profile, get_profile = answer_traps.library_roots(), sys.setprofile, sys.getprofile
-    harness_does = _install_audit_hook(roots, provenance=kind == "statement")
+    harness_does = audit_hook.install(roots, kind == "statement")
     checks = [0]
 
     def count_check():
@@ -453,15 +367,16 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
 
     value_frame = _value_frame_writer(max_value_bytes)
     compare, truth, value, trust = make_comparisons(set(known_types))
-    test_code = harness_does(_bind_judge_functions, test_code, count_check, compare, truth, value, trust)
+    # In the program's process, the test's own objects and verdict are kept from the program: its classes answer
+    # only inside its calls (`answer_traps`), and the test keeps its names and methods (`test_namespace`).
+    answers, keeper, judges = _in_process_keepers(roots, harness_does) if kind == "statement" else (None, None, {})
+    test_code = harness_does(_bind_judge_functions, test_code, count_check, compare, truth, value, trust, **judges)
     guarded_namespace, disable_collection = _guarded_namespace, gc.disable
     solution_module = module_type("solution")
     namespace = solution_module.__dict__
     namespace.update({"__name__": "__main__" if kind == "stdio" else "solution", "__builtins__": builtins})
     if kind != "stdio":
         modules["solution"] = solution_module  # a test may `from solution import f`; so may the solution itself
-    # The program's classes answer comparisons with their own methods only while it runs (`answer_traps`).
-    answers = answer_traps.answer_traps(NotPlainData, roots) if kind == "statement" else None
     stage = "load"
     try:
         try:
@@ -479,7 +394,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
                 test_globals, modules["solution"], watch = guarded_namespace(
-                    namespace, genuine, modules, module_type, answers[:2], harness_does, roots)
+                    namespace, genuine, modules, module_type, answers[:2], harness_does, roots, keeper)
                 disable_collection()
                 answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
                 harness_does(set_profile, watch)
@@ -496,7 +411,8 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 watched = get_profile() is watch
                 harness_does(set_profile, None)
                 if answers[2]() or not watched:  # a trap sprang, even if the test caught what it raised
-                    raise refused("a value of a class the program wrote answered a comparison itself")
+                    raise refused("a check of the test failed (where it was caught too), or a value of a class the "
+                                  "program wrote answered a comparison itself")
                 flush()  # before the record: nothing may follow it
                 write_all(write, result_fd, b"P" + secret + b":" + to_text(checks[0]).encode() + PASS_RECORD_END)
                 exit_(0)

@@ -24,12 +24,12 @@ def __trl_ext_run_unittest__(class_name, method_name):
     def compared(operator, negated=False):
         def check(first, second, msg=None):
             if not __trl_ext_compare__(first, operator, second):
-                raise AssertionError(msg or f"{first!r} {operator} {second!r} is false")
+                __trl_ext_fail__(msg or f"{first!r} {operator} {second!r} is false")
         return check
     def truth(expected):
         def check(value, msg=None):
             if __trl_ext_truth__(value) is not expected:
-                raise AssertionError(msg or f"{value!r} is not {expected}")
+                __trl_ext_fail__(msg or f"{value!r} is not {expected}")
         return check
     def almost(expected):
         def check(first, second, places=None, msg=None, delta=None):
@@ -41,18 +41,18 @@ def __trl_ext_run_unittest__(class_name, method_name):
             else:
                 close = round(abs(first - second), 7 if places is None else places) == 0
             if close is not expected:
-                raise AssertionError(msg or f"{first!r} and {second!r}: close is {close}")
+                __trl_ext_fail__(msg or f"{first!r} and {second!r}: close is {close}")
         return check
     def identity(expected_none=None, same=None):
         def check(first, second=None, msg=None):
             holds = (first is None) is expected_none if same is None else (first is second) is same
             if not holds:
-                raise AssertionError(msg or f"{first!r} {second!r}")
+                __trl_ext_fail__(msg or f"{first!r} {second!r}")
         return check
     def instance(expected):
         def check(value, classes, msg=None):
             if is_instance(value, classes) is not expected:
-                raise AssertionError(msg or f"{value!r} isinstance {classes!r} is not {expected}")
+                __trl_ext_fail__(msg or f"{value!r} isinstance {classes!r} is not {expected}")
         return check
     def count_equal(first, second, msg=None):
         rest = to_list(__trl_ext_value__(second))
@@ -62,9 +62,9 @@ def __trl_ext_run_unittest__(class_name, method_name):
                     del rest[index]
                     break
             else:
-                raise AssertionError(msg or f"{item!r} is missing")
+                __trl_ext_fail__(msg or f"{item!r} is missing")
         if rest:
-            raise AssertionError(msg or f"{rest!r} are extra")
+            __trl_ext_fail__(msg or f"{rest!r} are extra")
     class Raises:
         def __init__(self, expected, pattern=None):
             self.expected, self.pattern, self.exception = expected, pattern, None
@@ -72,11 +72,11 @@ def __trl_ext_run_unittest__(class_name, method_name):
             return self
         def __exit__(self, kind, value, traceback):
             if kind is None:
-                raise AssertionError(f"{self.expected!r} not raised")
+                __trl_ext_fail__(f"{self.expected!r} not raised")
             if not is_subclass(kind, self.expected):
                 return False
             if self.pattern is not None and not search(self.pattern, str(value)):
-                raise AssertionError(f"{str(value)!r} does not match {self.pattern!r}")
+                __trl_ext_fail__(f"{str(value)!r} does not match {self.pattern!r}")
             self.exception = value
             return True
     def raised(context, args, kwargs):  # a context manager, or the call `args[0](*args[1:], **kwargs)` in one
@@ -89,7 +89,7 @@ def __trl_ext_run_unittest__(class_name, method_name):
     def raises_matching(expected, pattern, *args, **kwargs):
         return raised(Raises(expected, pattern), args, kwargs)
     def fail(msg=None):
-        raise AssertionError(msg or "the test failed")
+        __trl_ext_fail__(msg or "the test failed")
     equal = compared("==")
     own = {
         "assertEqual": equal, "assertEquals": equal, "assertListEqual": equal, "assertTupleEqual": equal,

@@ -38,13 +38,13 @@ except ImportError:
             return self
         def __exit__(self, kind, value, traceback):
             if kind is None:
-                raise AssertionError(f"DID NOT RAISE {self.expected}")
+                __trl_ext_fail__(f"DID NOT RAISE {self.expected}")
             if not issubclass(kind, self.expected):
                 return False
             if self.match is not None:
                 import re
                 if not re.search(self.match, str(value)):
-                    raise AssertionError(f"{value!s} does not match {self.match!r}")
+                    __trl_ext_fail__(f"{value!s} does not match {self.match!r}")
             self.value = value
             return True
     class _trl_ext_Approx:
@@ -71,7 +71,7 @@ except ImportError:
             return f
         return register(function) if callable(function) else register
     def _trl_ext_skip(reason=""):
-        raise AssertionError("skipped: " + str(reason))
+        __trl_ext_fail__("skipped: " + str(reason))
     pytest.mark, pytest.raises, pytest.approx = _trl_ext_Marks(), _trl_ext_Raises, _trl_ext_Approx
     class _trl_ext_Param:
         def __init__(self, *values, **options):
@@ -128,7 +128,7 @@ def __trl_ext_run_pytest__(name):
             return Captured()
         provider = getattr(globals().get(fixture_name), "__wrapped__", globals().get(fixture_name))
         if provider is None:
-            raise AssertionError(f"fixture {fixture_name!r} not found")
+            __trl_ext_fail__(f"fixture {fixture_name!r} not found")
         arguments = {p: fixture(p, stack) for p in inspect.signature(provider).parameters}
         value = provider(**arguments)
         if inspect.isgenerator(value):

@@ -1,0 +1,164 @@
+"""A test in the program's process keeps its names, its methods and its mocks (`trl_ext.sandbox.test_namespace`),
+and a failed check of the test's is final (`instrumentation`). The end-to-end cases are in the red team
+(`red_team.py`: reading the test's module through `__globals__`, calling its methods with a spy, silencing its mocks,
+probing a callback)."""
+
+import ast
+import sys
+import types
+import unittest.mock
+
+import pytest
+
+from trl_ext.sandbox.answer_traps import library_roots
+from trl_ext.sandbox.instrumentation import ENTER_FUNCTION, FAIL_FUNCTION, instrument_checks
+from trl_ext.sandbox.test_namespace import (
+    KeptBuiltins,
+    KeptClass,
+    KeptNamespace,
+    namespace_keeper,
+    nearest_code_is_program,
+)
+
+ROOTS = library_roots()
+
+
+def _keeper(asking_program):
+    failures = []
+
+    def fail(reason):
+        failures.append(reason)
+        raise AssertionError(reason)
+
+    make, hand, restore_mocks, enter = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock,
+                                                   lambda: sys._getframe(3))
+    namespace = make({"__builtins__": dict(vars(__builtins__) if isinstance(__builtins__, types.ModuleType)
+                                           else __builtins__), "__name__": "__test__", "json": ast})
+    return namespace, hand, restore_mocks, (lambda: enter(fail)), failures
+
+
+def test_the_tests_own_names_are_kept_from_the_dict_and_from_the_program():
+    asking_program = [False]
+    namespace, *_ = _keeper(asking_program)
+    code = compile(
+        "import math\nEXPECTED = 7\ndef expected():\n    return EXPECTED\n"
+        "class Case:\n    value = EXPECTED\n    root = math.sqrt(4)\nresult = expected() + Case.value\n",
+        "<test>", "exec",
+    )
+    exec(code, namespace)
+    assert type(namespace) is KeptNamespace and type(dict.__getitem__(namespace, "__builtins__")) is KeptBuiltins
+    assert namespace["result"] == 14 and namespace["expected"]() == 7  # the test's own code reads them
+    assert "math" in dict.keys(namespace)  # a module stays in the dict (a class body reads it there)
+    assert not {"EXPECTED", "expected", "Case", "result"} & set(dict.keys(namespace))
+    asking_program[0] = True  # the program asks: `test_function.__globals__['EXPECTED']`
+    with pytest.raises(KeyError):
+        namespace["EXPECTED"]
+    assert namespace.get("EXPECTED") is None and "EXPECTED" not in namespace
+    namespace["EXPECTED"] = 0  # refused: the test's value is unchanged
+    asking_program[0] = False
+    assert namespace["EXPECTED"] == 7
+
+
+def test_what_the_program_can_reach_of_the_namespace_refuses_it():
+    asking_program = [True]
+    namespace, *_ = _keeper(asking_program)
+    send = vars(KeptNamespace)["__getitem__"].__self__[0]
+    asking_program[0] = False
+    namespace["SECRET"] = 42
+    asking_program[0] = True
+    answers = [send(message) for message in (("get", "SECRET", None), ("set", "SECRET", 0), 7, None)]
+    assert 42 not in answers
+    asking_program[0] = False
+    assert namespace["SECRET"] == 42
+
+
+def test_a_test_method_runs_inside_the_programs_call_only_when_handed_over():
+    asking_program = [False]
+    _, hand, _, enter, failures = _keeper(asking_program)
+
+    scope = {"enter": enter}
+    # A method of a test class (it calls `enter` first), the test's code that calls it, and the program's.
+    exec(compile("def method():\n    enter()\n    return 'ran'\ndef run(function):\n    return function()\n",
+                 "<test>", "exec"), scope)
+    exec(compile("def call(function):\n    return function()\n", "solution.py", "exec"), scope)
+    method = scope["method"]
+    assert scope["run"](method) == "ran"  # the test calls its own method
+    with pytest.raises(AssertionError):
+        scope["call"](method)  # the program calls it, not handed over
+    assert failures == ["the program called a method of the test"]
+    hand((method,))  # the test hands it to a call of the program (an argument, a mock's side effect)
+    assert scope["call"](method) == "ran"
+
+
+def test_a_mocks_own_methods_come_back_after_the_program_set_them():
+    _, hand, restore_mocks, _, _ = _keeper([False])
+    mock = unittest.mock.MagicMock()
+    child_holder = unittest.mock.MagicMock(side_effect=None)
+    hand((mock, child_holder))
+    quiet = lambda *args, **kwargs: None  # noqa: E731 - what a program puts in place
+    mock.assert_called_once_with = quiet
+    type(mock).assert_called_with = quiet
+    vars(child_holder)["assert_not_called"] = quiet
+    restore_mocks()
+    with pytest.raises(AssertionError):
+        mock.assert_called_once_with(1)
+    with pytest.raises(AssertionError):
+        mock.assert_called_with(1)
+    child_holder()
+    with pytest.raises(AssertionError):
+        child_holder.assert_not_called()
+
+
+def test_nearest_code_decides_whose_call_it_is():
+    def from_code(filename):
+        scope = {"sys": sys}
+        exec(compile("def where():\n    return sys._getframe(0)\n", filename, "exec"), scope)
+        return scope["where"]()
+
+    assert nearest_code_is_program(from_code("solution.py"), ROOTS)
+    assert not nearest_code_is_program(from_code("<test>"), ROOTS)
+    assert nearest_code_is_program(from_code("<string>"), ROOTS)  # code the program compiled
+
+
+def test_the_instrumented_test_fails_for_good_and_its_case_methods_check_their_caller():
+    source = (
+        "import unittest\n"
+        "class TestCases(unittest.TestCase):\n"
+        "    def test_value(self):\n        '''doc'''\n        assert task_func(3) == 7\n"
+        "        self.assertEqual(task_func(3), 7)\n"
+        "class FakeResponse:\n    def json(self):\n        return {}\n"
+    )
+    tree = ast.parse(instrument_checks(source))
+    case, fake = (node for node in tree.body if isinstance(node, ast.ClassDef))
+    method = case.body[0]
+    assert ast.get_docstring(method) == "doc" and ENTER_FUNCTION in ast.unparse(method.body[1])
+    assert FAIL_FUNCTION in ast.unparse(method) and "raise AssertionError" not in ast.unparse(method)
+    assert any(isinstance(statement, ast.Try) for statement in method.body)  # the assertion call's failure is final
+    assert ENTER_FUNCTION not in ast.unparse(fake)  # a helper class's objects are the program's to call
+    assert [keyword.arg for keyword in case.keywords] == ["metaclass"] and not fake.keywords
+
+
+def test_a_global_the_tests_functions_assign_reads_back_as_assigned():
+    namespace, *_ = _keeper([False])
+    exec(compile("calls = 0\ndef side_effect():\n    global calls\n    calls += 1\n    return calls\n"
+                 "side_effect()\nside_effect()\nseen = calls\n", "<test>", "exec"), namespace)
+    assert namespace["seen"] == 2 and namespace["side_effect"]() == 3
+
+
+def test_a_test_class_keeps_its_data_attributes_and_its_instances_read_them():
+    asking_program = [False]
+    namespace, *_ = _keeper(asking_program)
+    source = ("import unittest\nclass TestCases(unittest.TestCase):\n    answer = 7\n"
+              "    @classmethod\n    def setUpClass(cls):\n        cls.expected = 8\n"
+              "    def test_value(self):\n        return self.answer, self.expected, type(self).answer\n"
+              "TestCases.setUpClass()\nresult = TestCases('test_value').test_value()\n")
+    namespace["__trl_ext_case_class__"] = KeptClass  # what the instrumented test's class names as its metaclass
+    tree = ast.parse(source)
+    tree.body[1].keywords.append(ast.keyword("metaclass", ast.Name("__trl_ext_case_class__", ast.Load())))
+    exec(compile(ast.fix_missing_locations(tree), "<test>", "exec"), namespace)
+    cls = namespace["TestCases"]
+    assert namespace["result"] == (7, 8, 7)
+    assert "answer" not in vars(cls) and "expected" not in vars(cls)
+    asking_program[0] = True
+    with pytest.raises(AttributeError):
+        cls.expected  # noqa: B018 - the program reading the class's attribute

@@ -1,0 +1,294 @@
+"""What a test keeps, out of reach of the program it runs beside (inside the sandbox; standard library only).
+
+A test that runs in the program's process is made of objects the program can find: every class is reachable
+through `type.__subclasses__()`, so a program could read a test method's `__globals__` (the test module's names:
+an `EXPECTED = 7` there), call the test's methods itself (with a spy for `self` that records what the test
+asserts, or a helper that builds the expected value), and rewrite the mocks the test set up
+(`mock.assert_called_once_with = lambda *a, **k: None`). `namespace_keeper` gives what keeps each out of reach:
+
+- the test module's namespace (`KeptNamespace`): what the test binds to values of its own (data, its functions
+  and classes) is kept apart and handed to the test's own code only (its global names resolve through
+  `__getitem__`, which CPython uses for a dict subclass, and through the namespace's builtins in a class body);
+  the program asking (`__globals__['EXPECTED']`) is refused. Modules and libraries' objects stay in the dict;
+- `enter`, which every method of a test class calls first (`instrumentation`): inside a call into the program,
+  only a method the test handed over runs (an argument of the call, a mock's side effect); any other fails the
+  test;
+- `hand` and `restore_mocks`: what the test hands to a call (its arguments, the mocks it holds), and the mocks'
+  own methods put back after the program's code ran.
+
+Whether code is the program's is told as `answer_traps` tells it: the first frame below that is neither a
+library's (loaded from a file under `roots`) nor the harness's decides ("<test>": the test's own code).
+All state lives in a generator's frame; what the program can reach of it is a `send` that refuses it.
+"""
+
+import types
+
+TEST_FILE = "<test>"
+_MOCK_CONFIGURATION = ("_mock_wraps", "_mock_return_value", "_mock_side_effect")
+
+
+class KeptNamespace(dict):
+    """The test module's namespace (its methods are set per test process by `namespace_keeper`)."""
+
+    __slots__ = ()
+
+
+class KeptClass(type):
+    """The metaclass of a test class (`instrumentation`): its data attributes, set in its body or on the class (as
+    `setUpClass` does), are kept like the module's names, out of the class's dict; its instances and the test's
+    code read them as usual. Its methods are given their state per test process (`namespace_keeper`)."""
+
+    def __new__(mcls, name, bases, namespace, _state=None):
+        kept = {key: value for key, value in namespace.items() if _state is not None and _is_data(key, value)}
+        cls = type.__new__(mcls, name, bases, {key: value for key, value in namespace.items() if key not in kept})
+        for key, value in kept.items():
+            _state[0](("class_set", (id(cls), key), value))
+        if _state is not None and "__getattr__" not in namespace:
+            type.__setattr__(cls, "__getattr__", _instance_attribute)
+        return cls
+
+    def __setattr__(cls, name, value, _state=None):
+        if _state is not None and _is_data(name, value):
+            if _state[0](("class_set", (id(cls), name), value)) is _state[1]:
+                raise AttributeError(f"{name} of the test's class is not the program's to set")
+            return
+        type.__setattr__(cls, name, value)
+
+    def __getattr__(cls, name, _state=None):
+        for owner in cls.__mro__ if _state is not None else ():
+            value = _state[0](("class_get", (id(owner), name), None))
+            if value is not _state[1]:
+                return value
+        raise AttributeError(name)
+
+
+def _instance_attribute(self, name, _state=None):
+    """`__getattr__` of a test class: its kept class attributes, to the test's own code."""
+    return KeptClass.__getattr__(type(self), name)
+
+
+def _is_data(name, value, kinds=(types.FunctionType, classmethod, staticmethod, property)):
+    return not (name.startswith("__") and name.endswith("__")) and not isinstance(value, kinds)
+
+
+class KeptBuiltins(dict):
+    """The test's builtins: a class body's names that are neither its own nor the module dict's end here."""
+
+    __slots__ = ()
+
+
+def nearest_code_is_program(frame, roots, starts=str.startswith):
+    """Whether the first frame from `frame` down that is not a library's is the program's (not the test's)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename == TEST_FILE:
+            return False
+        if not (starts(filename, roots) or starts(filename, "<frozen ")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _shown(value, module_type=types.ModuleType, function_type=types.FunctionType, type_=type, is_instance=isinstance,
+           get_attribute=getattr, is_callable=callable):
+    """Whether a value the test binds at module level may stay in the namespace's dict: a module, or an object
+    that is not the test's own (a library's function or class, the program's). Data and the test's functions
+    and classes are kept apart."""
+    if is_instance(value, module_type):
+        return True
+    if type_(value) is function_type:
+        return value.__code__.co_filename != TEST_FILE
+    if is_instance(value, type_):
+        return get_attribute(value, "__module__", None) != "__test__"
+    return is_callable(value) and get_attribute(value, "__module__", None) not in (None, "__test__")
+
+
+def _keeper(shown_dict, program_calling, bound):
+    """Sent `(operation, argument, value)`; answers `refused` to the program. Operations: "get", "set",
+    "delete", "has" on the test's own names; "hand" (a code object the test handed over), "handed" (whether a
+    code object was), "mock" (a mock the test holds), "mocks" (those seen)."""
+    refused = bound[2]
+    kept, handed, mocks, mock_ids = {}, set(), [], set()
+    message = yield
+    while True:
+        try:
+            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, shown_dict)
+        except Exception:  # noqa: BLE001 - what a value did when it was asked: the operation is refused
+            answer = refused
+        message = yield answer
+
+
+def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, shown_dict):
+    (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound
+    answer = None
+    operation, argument, value = message if type_(message) is tuple_ and len_(message) == 3 else (None,) * 3
+    if operation is not None and operation != "mocks" and program_calling():
+        answer = refused  # the list of the test's mocks is handed to whoever restores them, even mid-call
+    elif operation == "get":
+        answer = kept.get(argument, refused)
+    elif operation == "has":
+        answer = argument in kept
+    elif operation == "set":
+        kept.pop(argument, None)
+        if shown(value):
+            set_item(shown_dict, argument, value)
+        else:
+            pop_item(shown_dict, argument, None)
+            kept[argument] = value
+    elif operation == "delete":
+        answer = kept.pop(argument, refused)
+    elif operation == "hand":
+        handed.add(argument)
+    elif operation == "handed":
+        answer = argument in handed
+    elif operation == "mock" and id(argument) not in mock_ids:
+        mock_ids.add(id(argument))
+        append(mocks, argument)
+    elif operation == "mocks":
+        answer = tuple_(mocks)
+    elif operation == "class_set":
+        kept[argument] = value
+    elif operation == "class_get":
+        answer = kept.get(argument, refused)
+    return answer
+
+
+def _get(state, name):
+    if state[5](state[3], name):  # the dict's own entry (a module, a library's object, a `global` assigned)
+        return state[2](state[3], name)
+    value = state[0](("get", name, None))
+    if value is state[1]:
+        raise KeyError(name)
+    return value
+
+
+def _get_or(state, name, default=None):
+    try:
+        return _get(state, name)
+    except KeyError:
+        return default
+
+
+def _set(state, name, value):
+    state[0](("set", name, value))
+
+
+def _delete(state, name):
+    if state[0](("delete", name, None)) is state[1]:
+        state[4](state[3], name)
+
+
+def _has(state, name):
+    return state[0](("has", name, None)) is True or state[5](state[3], name)
+
+
+def _builtin(state, name):
+    try:
+        return state[6](state[7], name)
+    except KeyError:
+        return _get(state, name)
+
+
+def _walk(item, push, method_type, function_type, mock_type, type_, is_instance, get_state, get):
+    """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked."""
+    if type_(item) is method_type:
+        item = item.__func__
+    if type_(item) is function_type:
+        return "hand", item.__code__
+    if mock_type is not None and is_instance(item, mock_type):
+        state = get_state(item, "__dict__")
+        for name in _MOCK_CONFIGURATION:
+            push(get(state, name))
+        for child in (get(state, "_mock_children") or {}).values():
+            push(child)
+        return "mock", item
+    if type_(item) in (list, tuple, set, frozenset):
+        for element in item:
+            push(element)
+    elif type_(item) is dict:
+        for element in item.values():
+            push(element)
+    return None, None
+
+
+def namespace_keeper(roots, program_calling, mock_module, method_frame):
+    """`(namespace, hand, restore_mocks, enter)` for one test process, made before the program runs.
+
+    `namespace(initial)`: the test module's namespace, holding `initial` (modules, the program's names) in its
+    dict. `hand(values)`: what the test holds when it calls into the program (the call's arguments, its locals):
+    functions are handed over, mocks watched. `restore_mocks()`: each watched mock's own methods put back (an
+    assignment on the mock or on the class it alone has is removed). `enter()`: the check a test method runs
+    first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`.
+    """
+    refused, made = object(), KeptNamespace()
+    function_type, method_type = types.FunctionType, types.MethodType
+    bound = (dict.__setitem__, dict.pop, refused, type, tuple, len, _shown, list.append)
+    keeper = _keeper(made, program_calling, bound)
+    keeper.send(None)
+    send = keeper.send
+    mock_type = getattr(mock_module, "NonCallableMock", None)
+    method_names = _mock_method_names(mock_module)
+
+    def namespace(initial):
+        builtins_ = KeptBuiltins(initial.get("__builtins__", {}))
+        dict.update(made, initial)
+        dict.__setitem__(made, "__builtins__", builtins_)
+        state = (send, refused, dict.__getitem__, made, dict.__delitem__, dict.__contains__, dict.__getitem__,
+                 builtins_)
+        for name, function in (("__getitem__", _get), ("__setitem__", _set), ("__delitem__", _delete),
+                               ("__contains__", _has), ("get", _get_or)):
+            setattr(KeptNamespace, name, method_type(function, state))
+        KeptBuiltins.__getitem__ = method_type(_builtin, state)
+        for function in (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute):
+            function.__defaults__ = ((send, refused),)
+        return made
+
+    def hand(values):
+        stack, seen = list(values), set()
+        while stack and len(seen) < 2000:
+            item = stack.pop()
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            operation, argument = _walk(item, stack.append, method_type, function_type, mock_type, type, isinstance,
+                                        object.__getattribute__, dict.get)
+            if operation is not None:
+                send((operation, argument, None))
+
+    def restore_mocks():
+        mocks = send(("mocks", None, None))
+        for mock in mocks if type(mocks) is tuple else ():
+            state = object.__getattribute__(mock, "__dict__")
+            for name in method_names & state.keys():
+                del state[name]
+            cls = type(mock)  # a mock's own class: a subclass of its kind, of the same name (`NonCallableMock.__new__`)
+            if cls.__bases__ and cls.__bases__[0].__name__ == cls.__name__:
+                for name in method_names & cls.__dict__.keys():
+                    try:
+                        type.__delattr__(cls, name)
+                    except (AttributeError, TypeError):
+                        pass
+
+    def enter(fail):
+        frame = method_frame()
+        if nearest_code_is_program(frame.f_back, roots) and send(("handed", frame.f_code, None)) is not True:
+            fail("the program called a method of the test")
+
+    return namespace, hand, restore_mocks, enter
+
+
+def _mock_method_names(mock_module):
+    """The names of the methods the mock classes define (`assert_called_once_with`, `reset_mock`, ...)."""
+    names = set()
+    for class_name in ("NonCallableMock", "CallableMixin", "NonCallableMagicMock", "MagicMixin", "Mock",
+                       "MagicMock", "AsyncMockMixin", "AsyncMock"):
+        cls = getattr(mock_module, class_name, None)
+        for name, value in vars(cls).items() if cls is not None else ():
+            if isinstance(value, (types.FunctionType, classmethod, staticmethod, property)) and not name.startswith("__"):
+                names.add(name)
+    return frozenset(names)
+
+
+# What the audit hook refuses to rewire (`__code__`).
+PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute, _is_data,
+                       nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin, _walk)
