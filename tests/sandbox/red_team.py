@@ -18,22 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from red_team_inside import inside_the_test_attacks
-from red_team_programs import (
-    CLASS_ATTRIBUTE_ROW,
-    READ_CLASS_ATTRIBUTES,
-    CALL_TEST_HELPER,
-    CALL_TEST_METHOD_WITH_A_SPY,
+from red_team_in_process import (
+    ALWAYS_EQUAL_IN_PROCESS,
     CALLBACK_RIGHT,
     CALLBACK_ROW,
-    MOCK_ASSERTION_RIGHT,
-    MOCK_ASSERTION_ROW,
-    MODULE_EXPECTED_ROW,
-    PROBE_THE_CALLBACK,
-    READ_TEST_GLOBALS,
-    SILENCE_THE_MOCK,
-    SPY_ROW,
-    ALWAYS_EQUAL_IN_PROCESS,
+    CALL_TEST_HELPER,
+    CALL_TEST_METHOD_WITH_A_SPY,
+    CLASS_ATTRIBUTE_ROW,
     FINALIZER_REWRITES,
     FINALIZER_ROW,
     FORGED_LIBRARY_EQ,
@@ -41,12 +32,23 @@ from red_team_programs import (
     METHOD_REWRITES,
     METHOD_RIGHT,
     METHOD_ROW,
+    MOCK_ASSERTION_RIGHT,
+    MOCK_ASSERTION_ROW,
+    MODULE_EXPECTED_ROW,
     OBJECT_ARRAY_RIGHT,
     OBJECT_ARRAY_ROW,
     OBJECT_ARRAY_WRONG,
     OPPOSITE_INT,
+    PROBE_THE_CALLBACK,
+    READ_CLASS_ATTRIBUTES,
+    READ_TEST_GLOBALS,
+    SILENCE_THE_MOCK,
+    SPY_ROW,
     ZERO_DIFFERENCE,
     in_process_row,
+)
+from red_team_inside import inside_the_test_attacks
+from red_team_programs import (
     _WRITE_ON_PID1_STDOUT,
     ANYTHING,
     CHECK_NOTHING_ROW,

@@ -48,40 +48,12 @@ def install(roots, provenance):
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS)
-    type_of, forged_code, read_only, read = type, answer_traps.forged_library_code, os.O_RDONLY, os.read
+    type_of = type
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
     readable = code_attributes | {"__defaults__", "__kwdefaults__"}  # a harness function's state may be a default
     provenance_events = frozenset({"compile", "code.__new__", "marshal.loads"} if provenance else ())
 
-    def read_file(path):  # called with `busy` set
-        try:
-            fd = open_path(path, read_only)
-        except OSError:
-            return None
-        try:
-            chunks = []
-            while chunk := read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            close(fd)
-
-    def forged(event, args):
-        busy.append(1)
-        try:
-            caller = get_frame(2)  # this function's caller is the hook; the hook's, the code that raised the event
-
-            def program_running():
-                frame = caller
-                while frame is not None:
-                    if frame.f_code.co_filename == "solution.py":
-                        return True
-                    frame = frame.f_back
-                return False
-
-            return forged_code(event, args, caller, program_running, roots, read_file)
-        finally:
-            busy.pop()
+    forged = _provenance_check(roots, busy, get_frame)
 
     def harness_does(function, *args, **kwargs):
         busy.append(1)
@@ -150,3 +122,41 @@ def install(roots, provenance):
 
     sys.addaudithook(audit)
     return harness_does
+
+
+def _provenance_check(roots, busy, get_frame):
+    """`forged(event, args)`: why an audit event would make code that claims a library's file
+    (`answer_traps.forged_library_code`), or None. Everything it calls is bound now."""
+    forged_code, open_path, read_only, read, close = answer_traps.forged_library_code, os.open, os.O_RDONLY, os.read, os.close
+
+    def read_file(path):  # called with `busy` set
+        try:
+            fd = open_path(path, read_only)
+        except OSError:
+            return None
+        try:
+            chunks = []
+            while chunk := read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            close(fd)
+
+    def forged(event, args):
+        busy.append(1)
+        try:
+            caller = get_frame(2)  # this function's caller is the hook; the hook's, the code that raised the event
+
+            def program_running():
+                frame = caller
+                while frame is not None:
+                    if frame.f_code.co_filename == "solution.py":
+                        return True
+                    frame = frame.f_back
+                return False
+
+            return forged_code(event, args, caller, program_running, roots, read_file)
+        finally:
+            busy.pop()
+
+    return forged

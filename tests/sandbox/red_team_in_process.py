@@ -1,0 +1,192 @@
+"""Red-team programs against a test that runs in the program's process (a mock, an installed package): values of
+the program's classes compared outside the judge's asserts, code of the program run after its call, and the test
+itself (its names, methods and mocks) read, run or silenced. Used by `red_team.py` (classes 2 and 4)."""
+
+from __future__ import annotations
+
+from red_team_programs import ANYTHING, bigcodebench
+
+# Tests that run in the program's process and compare outside the judge's asserts: the program's value is compared
+# by a unittest `assertTrue`, by `in` on a list, by a mock or by NumPy. A row with `patch` (BigCodeBench style).
+def in_process_row(body: str, imports: str = "") -> dict:
+    return bigcodebench(
+        f"import unittest\nfrom unittest.mock import patch, MagicMock\n{imports}\n"
+        "class TestCases(unittest.TestCase):\n"
+        "    @patch('random.randint', return_value=4)\n"
+        f"    def test_value(self, mock_randint):\n        {body}\n"
+    )
+
+
+IN_PROCESS_RIGHT = "import random\ndef task_func(x):\n    return 2 * x + 1\n"
+ALWAYS_EQUAL_IN_PROCESS = "import random\n" + ANYTHING + "def task_func(x):\n    return Anything()\n"
+# An answering method that is no function of the program's: a C slot of `int` that answers the opposite.
+OPPOSITE_INT = "import random\nclass Opposite(int):\n    __eq__ = int.__ne__\ndef task_func(x):\n    return Opposite(0)\n"
+ZERO_DIFFERENCE = (
+    "import random\nclass Zero:\n    def __sub__(self, other):\n        return 0\n    __rsub__ = __sub__\n"
+    "def task_func(x):\n    return Zero()\n"
+)
+OBJECT_ARRAY_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        expected = np.empty(2, dtype=object)\n"
+    "        expected[:] = [(1, 2), (3, 4)]\n"
+    "        result = np.empty(2, dtype=object)\n"
+    "        result[:] = task_func(2)\n"
+    "        np.testing.assert_array_equal(result, expected)\n"
+)
+OBJECT_ARRAY_RIGHT = "def task_func(n):\n    return [(1, 2), (3, 4)][:n]\n"
+OBJECT_ARRAY_WRONG = ANYTHING + "def task_func(n):\n    return [Anything() for _ in range(n)]\n"
+# Code of the program that the test runs outside a call into the program: a method of a returned object, and a
+# finalizer, each rewriting what decides the verdict after the call has returned.
+METHOD_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        result = task_func(3)\n"
+    "        result.describe()\n"
+    "        self.assertTrue(result.value == 7)\n"
+    "        np.testing.assert_array_equal(result.array(), np.array([7]))\n"
+)
+METHOD_RIGHT = (
+    "import numpy as np\nclass Result:\n    def __init__(self, value):\n        self.value = value\n"
+    "    def describe(self):\n        return f'value {self.value}'\n"
+    "    def array(self):\n        return np.array([self.value])\n"
+    "def task_func(x):\n    return Result(2 * x + 1)\n"
+)
+METHOD_REWRITES = (
+    "import numpy as np\n" + ANYTHING + "class Result:\n    value = Anything()\n"
+    "    def describe(self):\n"
+    "        Anything.__eq__ = lambda self, other: True\n"
+    "        np.testing.assert_array_equal = lambda *args, **kwargs: None\n"
+    "        return ''\n"
+    "    def array(self):\n        return np.array([0])\n"
+    "def task_func(x):\n    return Result()\n"
+)
+FINALIZER_ROW = in_process_row("task_func(3)\n        self.assertTrue(math.isclose(task_func(3), 7.0))", "import math\n")
+FINALIZER_REWRITES = (
+    "import math, random\ncalls = []\n"
+    "class Later:\n    def __del__(self):\n        math.isclose = lambda *args, **kwargs: True\n"
+    "def task_func(x):\n    calls.append(x)\n    return Later() if len(calls) == 1 else 0\n"
+)
+FORGED_LIBRARY_EQ = (
+    "import random, unittest\n"
+    "path = unittest.__file__\n"
+    "scope = {}\n"
+    "exec(compile('def same(self, other):\\n    return True\\n', path, 'exec'), scope)\n"
+    "class Anything:\n    __eq__ = scope['same']\n    __hash__ = object.__hash__\n"
+    "def task_func(x):\n    return Anything()\n"
+)
+
+# What the test keeps (its module's names, its class's methods, the mocks it set up) and a wrong program reaches by
+# introspection: every test class is found through `unittest.TestCase.__subclasses__()`.
+_FIND_TEST_CLASSES = (
+    "import unittest\n"
+    "def test_classes():\n"
+    "    found, stack = [], [unittest.TestCase]\n"
+    "    while stack:\n"
+    "        for cls in stack.pop().__subclasses__():\n"
+    "            found.append(cls)\n"
+    "            stack.append(cls)\n"
+    "    return [cls for cls in found if cls.__module__ not in ('unittest', 'unittest.case')]\n"
+)
+MODULE_EXPECTED_ROW = bigcodebench(
+    "import unittest\nfrom unittest.mock import patch\nEXPECTED = 7\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        with patch('random.randint', return_value=4):\n"
+    "            self.assertEqual(task_func(3), EXPECTED)\n"
+)
+READ_TEST_GLOBALS = "import random\n" + _FIND_TEST_CLASSES + (
+    "def task_func(x):\n"
+    "    for cls in test_classes():\n"
+    "        for item in list(vars(cls).values()):\n"
+    "            names = getattr(getattr(item, '__wrapped__', item), '__globals__', None)\n"
+    "            try:\n                return names['EXPECTED']\n"
+    "            except Exception:\n                pass\n"
+    "    return 0\n"
+)
+SPY_ROW = bigcodebench(
+    "import unittest\nfrom unittest.mock import patch\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        with patch('random.randint', return_value=4):\n"
+    "            self.assertEqual(task_func(3), 7)\n"
+    "    def _expected(self):\n"
+    "        return 7\n"
+)
+CALL_TEST_METHOD_WITH_A_SPY = "import random\n" + _FIND_TEST_CLASSES + (
+    "seen = []\n"
+    "class Spy:\n"
+    "    def __getattr__(self, name):\n"
+    "        return lambda *args, **kwargs: seen.append(args)\n"
+    "def task_func(x):\n"
+    "    if seen:\n        return seen[-1][-1]\n"
+    "    for cls in test_classes():\n"
+    "        for name, item in list(vars(cls).items()):\n"
+    "            if name.startswith('test'):\n"
+    "                try:\n                    item(Spy())\n                except Exception:\n                    pass\n"
+    "    return seen[-1][-1] if seen else 0\n"
+)
+CALL_TEST_HELPER = "import random\n" + _FIND_TEST_CLASSES + (
+    "def task_func(x):\n"
+    "    for cls in test_classes():\n"
+    "        try:\n            return cls._expected(None)\n"
+    "        except Exception:\n            pass\n"
+    "    return 0\n"
+)
+MOCK_ASSERTION_ROW = bigcodebench(
+    "import unittest\nfrom unittest.mock import patch\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    @patch('random.randint', return_value=4)\n"
+    "    def test_calls_randint(self, mock_randint):\n"
+    "        self.assertEqual(task_func(3), 7)\n"
+    "        mock_randint.assert_called_once_with(1, 10)\n"
+)
+MOCK_ASSERTION_RIGHT = "import random\ndef task_func(x):\n    random.randint(1, 10)\n    return 2 * x + 1\n"
+SILENCE_THE_MOCK = (
+    "import random\n"
+    "def task_func(x):\n"
+    "    quiet = lambda *args, **kwargs: None\n"
+    "    random.randint.assert_called_once_with = quiet\n"
+    "    type(random.randint).assert_called_once_with = quiet\n"
+    "    return 2 * x + 1\n"
+)
+CALLBACK_ROW = bigcodebench(
+    "import unittest\nfrom unittest.mock import patch\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_reports(self):\n"
+    "        def report(value):\n"
+    "            self.assertEqual(value, 42)\n"
+    "        with patch('random.randint', return_value=4):\n"
+    "            self.assertTrue(task_func(report))\n"
+)
+CALLBACK_RIGHT = "import random\ndef task_func(report):\n    report(6 * 7)\n    return True\n"
+PROBE_THE_CALLBACK = (
+    "import random\n"
+    "def task_func(report):\n"
+    "    for guess in range(100):\n"
+    "        try:\n            report(guess)\n            return True\n"
+    "        except Exception:\n            pass\n"
+)
+CLASS_ATTRIBUTE_ROW = bigcodebench(
+    "import unittest\nfrom unittest.mock import patch\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    answer = 7\n"
+    "    @classmethod\n"
+    "    def setUpClass(cls):\n"
+    "        cls.expected = 7\n"
+    "    def test_value(self):\n"
+    "        with patch('random.randint', return_value=4):\n"
+    "            self.assertEqual(task_func(3), self.expected)\n"
+    "            self.assertEqual(task_func(3), self.answer)\n"
+)
+READ_CLASS_ATTRIBUTES = "import random\n" + _FIND_TEST_CLASSES + (
+    "def task_func(x):\n"
+    "    for cls in test_classes():\n"
+    "        for reach in (lambda: vars(cls)['expected'], lambda: cls.expected, lambda: vars(cls)['answer'],\n"
+    "                      lambda: cls.answer):\n"
+    "            try:\n                return reach()\n"
+    "            except Exception:\n                pass\n"
+    "    return 0\n"
+)
