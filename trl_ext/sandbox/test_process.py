@@ -33,6 +33,9 @@ _NONCE_FD = 4
 # The harness's functions in instrumented test code (`trl_ext.sandbox.instrumentation.JUDGE_NAMES`): string
 # constants `JUDGE_CONSTANT + name`, replaced in the compiled code by the functions (`_bind_judge_functions`).
 JUDGE_CONSTANT = "\x00trl-ext judge:"
+# Where libraries are loaded from (`answer_traps.library_roots`), read once by the harness: its test processes
+# inherit it (about 1 ms each otherwise).
+_LIBRARY_ROOTS = answer_traps.library_roots()
 # Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
 PASS_RECORD_END = b"."
 
@@ -351,7 +354,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     result_fd, unencodable, modules, module_type, refused = _RESULT_FD, _Unencodable, sys.modules, type(sys), NotPlainData
     secret = _take_descriptors(fds)
     _default_signals_and_cpu_limit(cpu_seconds)
-    roots, set_profile, get_profile = answer_traps.library_roots(), sys.setprofile, sys.getprofile
+    roots, set_profile, get_profile = _LIBRARY_ROOTS, sys.setprofile, sys.getprofile
     harness_does = audit_hook.install(roots, kind == "statement")
     checks = [0]
 
