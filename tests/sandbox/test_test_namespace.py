@@ -162,3 +162,30 @@ def test_a_test_class_keeps_its_data_attributes_and_its_instances_read_them():
     asking_program[0] = True
     with pytest.raises(AttributeError):
         cls.expected  # noqa: B018 - the program reading the class's attribute
+
+
+def test_a_bound_method_of_the_test_case_runs_as_a_mocks_side_effect():
+    """`patch(..., side_effect=self.fake)` without `as`: the mock is the test's, its side effect a method of the case
+    the test runs; a right program calls it inside its call. The same method called on another instance fails."""
+    from trl_ext.rewards.code import CodeReward
+
+    test = (
+        "import unittest\nimport random\nfrom unittest.mock import patch\n\n"
+        "class TestCases(unittest.TestCase):\n"
+        "    def fake_randint(self, low, high):\n        return 4\n"
+        "    def test_value(self):\n"
+        "        with patch('random.randint', side_effect=self.fake_randint):\n"
+        "            self.assertEqual(task_func(3), 7)\n"
+    )
+    right = "import random\ndef task_func(x):\n    return x + random.randint(1, 10)\n"
+    spy = (
+        "import random, unittest\n"
+        "def task_func(x):\n"
+        "    for cls in unittest.TestCase.__subclasses__():\n"
+        "        if 'fake_randint' in vars(cls):\n"
+        "            return x + cls('test_value').fake_randint(1, 10)\n"
+        "    return 0\n"
+    )
+    reward = CodeReward(timeout=4.0, reuse_sandbox=False)
+    scores = reward(completions=[f"```python\n{program}```" for program in (right, spy)], test=[test, test])
+    assert scores == [1.0, 0.0]

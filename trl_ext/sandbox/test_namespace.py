@@ -11,8 +11,8 @@ asserts, or a helper that builds the expected value), and rewrite the mocks the 
   `__getitem__`, which CPython uses for a dict subclass, and through the namespace's builtins in a class body);
   the program asking (`__globals__['EXPECTED']`) is refused. Modules and libraries' objects stay in the dict;
 - `enter`, which every method of a test class calls first (`instrumentation`): inside a call into the program,
-  only a method the test handed over runs (an argument of the call, a mock's side effect); any other fails the
-  test;
+  only a method the test handed over runs (an argument of the call, a mock's side effect, a method of a test
+  case the test's own code runs, such as `side_effect=self.fake_get`); any other fails the test;
 - `hand` and `restore_mocks`: what the test hands to a call (its arguments, the mocks it holds), and the mocks'
   own methods put back after the program's code ran.
 
@@ -106,19 +106,21 @@ def _shown(value, module_type=types.ModuleType, function_type=types.FunctionType
 def _keeper(shown_dict, program_calling, bound):
     """Sent `(operation, argument, value)`; answers `refused` to the program. Operations: "get", "set",
     "delete", "has" on the test's own names; "hand" (a code object the test handed over), "handed" (whether a
-    code object was), "mock" (a mock the test holds), "mocks" (those seen)."""
+    code object was), "mock" (a mock the test holds), "mocks" (those seen), "case" and "is_case" (an instance
+    the test's own code ran a method of: its bound methods, handed over in a mock the test set up, may run inside
+    the program's call), "class_set" and "class_get" (a test class's data attributes)."""
     refused = bound[2]
-    kept, handed, mocks, mock_ids = {}, set(), [], set()
+    kept, handed, mocks, mock_ids, cases = {}, set(), [], set(), {}
     message = yield
     while True:
         try:
-            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, shown_dict)
+            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict)
         except Exception:  # noqa: BLE001 - what a value did when it was asked: the operation is refused
             answer = refused
         message = yield answer
 
 
-def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, shown_dict):
+def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict):
     (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound
     answer = None
     operation, argument, value = message if type_(message) is tuple_ and len_(message) == 3 else (None,) * 3
@@ -141,6 +143,10 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, sho
         handed.add(argument)
     elif operation == "handed":
         answer = argument in handed
+    elif operation == "case":
+        cases[id(argument)] = argument
+    elif operation == "is_case":
+        answer = cases.get(id(argument), refused) is argument
     elif operation == "mock" and id(argument) not in mock_ids:
         mock_ids.add(id(argument))
         append(mocks, argument)
@@ -271,7 +277,14 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame):
 
     def enter(fail):
         frame = method_frame()
-        if nearest_code_is_program(frame.f_back, roots) and send(("handed", frame.f_code, None)) is not True:
+        code = frame.f_code
+        receiver = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+        receiver = None if isinstance(receiver, type) else receiver  # a class method's class is not a test case
+        if not nearest_code_is_program(frame.f_back, roots):
+            if receiver is not None:
+                send(("case", receiver, None))  # an instance the test's own code runs its methods on
+        elif send(("handed", code, None)) is not True and (
+                receiver is None or send(("is_case", receiver, None)) is not True):
             fail("the program called a method of the test")
 
     return namespace, hand, restore_mocks, enter
