@@ -39,9 +39,9 @@ def install(roots, provenance):
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
     `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
     functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
-    name (under `roots`: `answer_traps.forged_library_code`), from here on. Everything the hook calls is bound now: the program may
-    replace any module attribute or builtin later. Returns `harness_does(function, *args)`, which calls a
-    refused function for the harness (its own code objects, its profile function)."""
+    name (under `roots`: `answer_traps.forged_library_code`), from here on. Everything the hook calls is bound
+    now: the program may replace any module attribute or builtin later. Returns `harness_does(function, *args)`,
+    which calls a refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
     open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
@@ -127,7 +127,8 @@ def install(roots, provenance):
 def _provenance_check(roots, busy, get_frame):
     """`forged(event, args)`: why an audit event would make code that claims a library's file
     (`answer_traps.forged_library_code`), or None. Everything it calls is bound now."""
-    forged_code, open_path, read_only, read, close = answer_traps.forged_library_code, os.open, os.O_RDONLY, os.read, os.close
+    forged_code, open_path, read_only = answer_traps.forged_library_code, os.open, os.O_RDONLY
+    read, close = os.read, os.close
 
     def read_file(path):  # called with `busy` set
         try:

@@ -297,11 +297,13 @@ def _mock_method_names(mock_module):
                        "MagicMock", "AsyncMockMixin", "AsyncMock"):
         cls = getattr(mock_module, class_name, None)
         for name, value in vars(cls).items() if cls is not None else ():
-            if isinstance(value, (types.FunctionType, classmethod, staticmethod, property)) and not name.startswith("__"):
+            kind_of_method = isinstance(value, (types.FunctionType, classmethod, staticmethod, property))
+            if kind_of_method and not name.startswith("__"):
                 names.add(name)
     return frozenset(names)
 
 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute, _is_data,
-                       nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin, _walk)
+                       nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin,
+                       _walk)

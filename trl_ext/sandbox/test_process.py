@@ -233,9 +233,9 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     """The test's namespace (`test_namespace`), the `solution` module it imports from, in which every function of
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
-    (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`: `test_namespace.namespace_keeper`'s
-    `(namespace, hand, restore_mocks)`. The program's own namespace stays as it is: its functions call each
-    other unguarded."""
+    (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`:
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`. The program's own namespace stays as
+    it is: its functions call each other unguarded."""
     make_namespace, hand, restore_mocks = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
@@ -351,7 +351,8 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     # Only the streams as they are now: a program may replace sys.stdout with an object whose flush() is its own.
     flush_targets = tuple(stream.flush for stream in (sys.stdout, sys.stderr))
     exec_, eval_, dumps, encode, write_all = builtins.exec, builtins.eval, json.dumps, encode_value, _write_all
-    result_fd, unencodable, modules, module_type, refused = _RESULT_FD, _Unencodable, sys.modules, type(sys), NotPlainData
+    result_fd, unencodable, modules, module_type = _RESULT_FD, _Unencodable, sys.modules, type(sys)
+    refused = NotPlainData
     secret = _take_descriptors(fds)
     _default_signals_and_cpu_limit(cpu_seconds)
     roots, set_profile, get_profile = _LIBRARY_ROOTS, sys.setprofile, sys.getprofile
