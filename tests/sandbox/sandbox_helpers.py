@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -51,3 +52,20 @@ def backend_id(backend: Backend) -> str:
 
 
 ISOLATING_BACKENDS = isolating_backends()
+
+
+def in_a_forked_child(body) -> dict:
+    """Run `body()` in a forked child (it may rewrite this process's modules and classes) and return the dict it
+    returns."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write_end, json.dumps(body()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    return json.loads(answer)

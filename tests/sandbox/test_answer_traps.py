@@ -9,6 +9,7 @@ import sys
 import types
 
 import pytest
+from sandbox_helpers import in_a_forked_child
 
 from trl_ext.sandbox.answer_traps import (
     ANSWERING,
@@ -20,22 +21,6 @@ from trl_ext.sandbox.answer_traps import (
 from trl_ext.sandbox.plain_data import NotPlainData
 
 ROOTS = library_roots()
-
-
-def _in_a_child(body) -> dict:
-    """Run `body()` in a forked child (traps rewrite classes of this process) and return the dict it returns."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.write(write_end, json.dumps(body()).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as reader:
-        data = reader.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
 
 
 def _attempt(expression, scope):
@@ -80,7 +65,7 @@ def test_outside_the_programs_calls_its_answering_methods_are_traps():
         again = _attempt("Anything() == 7", scope)
         return {"outside": outside, "inside": inside, "again": again, "sprung": [first_sprung, sprung()]}
 
-    result = _in_a_child(body)
+    result = in_a_forked_child(body)
     assert result["outside"] == {"Anything() == 7": "trapped", "7 in [Anything()]": "trapped",
                                  "Opposite(0) == 7": "trapped", "Zero() - 7": "trapped",
                                  "Plain().describe()": "'plain'"}
@@ -104,7 +89,7 @@ def test_a_trap_that_was_caught_still_counts_and_cannot_be_reset():
         trap.__self__[0](False)
         return {"sprung": sprung()}
 
-    assert _in_a_child(body) == {"sprung": True}
+    assert in_a_forked_child(body) == {"sprung": True}
 
 
 def test_classes_the_test_makes_and_library_classes_keep_their_methods():
@@ -124,7 +109,7 @@ def test_classes_the_test_makes_and_library_classes_keep_their_methods():
                 "sprung": sprung()}
 
     sys.modules.pop("fractions", None)
-    assert _in_a_child(body) == {"test": True, "library": "function", "sprung": False}
+    assert in_a_forked_child(body) == {"test": True, "library": "function", "sprung": False}
 
 
 def test_every_answering_method_is_listed():
@@ -193,7 +178,7 @@ def test_the_import_systems_own_load_of_a_compiled_library_file_is_allowed():
 
         return seen
 
-    result = _in_a_child(body)
+    result = in_a_forked_child(body)
     if not result:
         pytest.skip("json.tool was not loaded from a compiled file")
     assert result == {"verdict": None, "forged": "loading code objects with marshal"}
@@ -209,7 +194,7 @@ def test_a_programs_own_class_is_trapped_whatever_its_methods_claim():
         leave()
         return {name: _attempt(f"{name}() == 7", scope) for name in ("Partial", "Builtin")}
 
-    assert _in_a_child(body) == {"Partial": "trapped", "Builtin": "trapped"}
+    assert in_a_forked_child(body) == {"Partial": "trapped", "Builtin": "trapped"}
 
 
 def test_the_profile_function_cannot_be_turned_into_a_guard_by_the_program():

@@ -6,6 +6,7 @@ import os
 import sys
 
 import pytest
+from sandbox_helpers import in_a_forked_child
 
 from trl_ext.sandbox.test_process import _dict_version_views, _module_snapshot
 
@@ -27,22 +28,6 @@ def test_a_dict_version_changes_with_every_change_and_never_with_a_read():
         change()
         assert read(view) not in seen
         seen.append(read(view))
-
-
-def _in_a_child(body) -> dict:
-    """Run `body()` in a forked child (it rewrites this process's modules) and return the dict it returns."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.write(write_end, json.dumps(body()).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        answer = pipe.read()
-    os.waitpid(pid, 0)
-    return json.loads(answer)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -69,5 +54,5 @@ def test_what_a_program_changed_is_put_back_and_what_it_did_not_is_left_as_it_wa
             "os_rewritten": read(os_view) != os_version,
         }
 
-    assert _in_a_child(body) == {"dumps": True, "encode": True, "planted": False, "limit_denominator": True,
+    assert in_a_forked_child(body) == {"dumps": True, "encode": True, "planted": False, "limit_denominator": True,
                                  "os_rewritten": False}
