@@ -69,6 +69,60 @@ FINALIZER_REWRITES = (
     "class Later:\n    def __del__(self):\n        math.isclose = lambda *args, **kwargs: True\n"
     "def task_func(x):\n    calls.append(x)\n    return Later() if len(calls) == 1 else 0\n"
 )
+# The same, by code that runs without a frame of its own (no profile function sees it start): a `partial` of a
+# built-in left as the finalizer, and a `weakref.finalize` callback, each replacing the NumPy check the test calls next
+# with `slice` (which takes two arguments and raises nothing).
+FRAMELESS_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        task_func(3)\n"
+    "        np.testing.assert_array_equal(task_func(3), np.array([7]))\n"
+)
+FRAMELESS_RIGHT = "import numpy as np\ndef task_func(x):\n    return np.array([2 * x + 1])\n"
+FRAMELESS_FINALIZER = (
+    "import functools\nimport numpy as np\ncalls = []\n"
+    "class Later:\n    __del__ = functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
+    "def task_func(x):\n    calls.append(x)\n    return Later() if len(calls) == 1 else np.array([0])\n"
+)
+FINALIZE_CALLBACK = (
+    "import weakref\nimport numpy as np\ncalls = []\n"
+    "class Later:\n    pass\n"
+    "def task_func(x):\n    calls.append(x)\n"
+    "    if len(calls) > 1:\n        return np.array([0])\n"
+    "    later = Later()\n"
+    "    weakref.finalize(later, setattr, np.testing, 'assert_array_equal', slice)\n"
+    "    return later\n"
+)
+# ... and a `partial` the test calls itself: an attribute of the returned object (set on the instance, or made up
+# by its `__getattr__`), or the callable the program returned.
+PARTIAL_ATTRIBUTE = (
+    "import functools\nimport numpy as np\n"
+    "class Result:\n    value = 7\n    def array(self):\n        return np.array([0])\n"
+    "def task_func(x):\n    result = Result()\n"
+    "    result.describe = functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
+    "    return result\n"
+)
+PARTIAL_FROM_GETATTR = (
+    "import functools\nimport numpy as np\n"
+    "class Result:\n    value = 7\n    def array(self):\n        return np.array([0])\n"
+    "    def __getattr__(self, name):\n"
+    "        return functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
+    "def task_func(x):\n    return Result()\n"
+)
+MAKER_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        make = task_func(3)\n"
+    "        make()\n"
+    "        np.testing.assert_array_equal(make(), np.array([7]))\n"
+)
+MAKER_RIGHT = "import numpy as np\ndef task_func(x):\n    return lambda: np.array([2 * x + 1])\n"
+RETURNED_PARTIAL = (
+    "import functools\nimport numpy as np\n"
+    "def task_func(x):\n    return functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
+)
 FORGED_LIBRARY_EQ = (
     "import random, unittest\n"
     "path = unittest.__file__\n"

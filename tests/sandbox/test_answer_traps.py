@@ -17,6 +17,7 @@ from trl_ext.sandbox.answer_traps import (
     class_ids,
     forged_library_code,
     library_roots,
+    value_framer,
 )
 from trl_ext.sandbox.plain_data import NotPlainData
 
@@ -110,6 +111,98 @@ def test_classes_the_test_makes_and_library_classes_keep_their_methods():
 
     sys.modules.pop("fractions", None)
     assert in_a_forked_child(body) == {"test": True, "library": "function", "sprung": False}
+
+
+def test_frameless_callables_the_program_leaves_are_framed_outside_its_calls():
+    def body():
+        import functools
+        import weakref
+
+        seen = []
+        weakref.finalize(NotPlainData, seen.append, "before")  # registered before the program ran
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
+        scope = {"functools": functools, "weakref": weakref, "seen": seen}
+        exec(
+            "class Later:\n"
+            "    __del__ = functools.partial(seen.append, 'finalized')\n"
+            "    note = staticmethod(functools.partial(seen.append, 'static'))\n"
+            "    size = property(functools.partial(len))\n"
+            "    __hash__ = object.__hash__\n"
+            "    def describe(self):\n        return 'later'\n"
+            "kept = Later()\n"
+            "weakref.finalize(kept, seen.append, 'callback')\n",
+            scope,
+        )
+        leave()
+        later = vars(scope["Later"])
+
+        def code_file(value):
+            inner = getattr(value, "__func__", getattr(value, "fget", value))
+            return getattr(getattr(inner, "__code__", None), "co_filename", type(inner).__name__)
+
+        outside = {name: code_file(later[name]) for name in ("__del__", "note", "size", "__hash__", "describe")}
+        registry = weakref.finalize._registry
+        callbacks = {info.args[0]: code_file(info.func) for info in registry.values()
+                     if info.args in (("before",), ("callback",))}
+        scope["Later"].note()
+        enter()  # inside a call, the class as the program wrote it
+        inside = type(vars(scope["Later"])["__del__"]).__name__
+        leave()
+        del scope["kept"]
+        return {"outside": outside, "callbacks": callbacks, "inside": inside, "seen": seen, "sprung": sprung()}
+
+    result = in_a_forked_child(body)
+    framed = "<left by the program>"
+    assert result["outside"] == {"__del__": framed, "note": framed, "size": framed,
+                                 "__hash__": "wrapper_descriptor", "describe": "<string>"}
+    assert result["callbacks"] == {"before": "builtin_function_or_method", "callback": framed}
+    assert result["inside"] == "partial"
+    assert result["seen"] == ["static", "finalized", "callback"]  # framed, they still do what they did
+    assert result["sprung"] is False
+
+
+def test_frameless_callables_read_from_the_programs_objects_or_returned_are_framed():
+    def body():
+        import functools
+
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
+        seen = []
+        scope = {"functools": functools, "seen": seen}
+        exec(
+            "class Result(list):\n"
+            "    def describe(self):\n        return 'result'\n"
+            "class Lazy:\n"
+            "    def __getattr__(self, name):\n        return functools.partial(seen.append, name)\n"
+            "result = Result()\n"
+            "result.note = functools.partial(seen.append, 'note')\n",
+            scope,
+        )
+        leave()
+        result, lazy = scope["result"], scope["Lazy"]()
+
+        def code_file(value):
+            return getattr(getattr(value, "__code__", None), "co_filename", type(value).__name__)
+
+        outside = {"note": code_file(result.note), "made up": code_file(lazy.anything),
+                   "own method": type(result.describe).__name__, "built-in bound to it": code_file(result.append)}
+        result.note()
+        lazy.called()
+        enter()
+        inside = {"note": code_file(result.note), "own": sorted(set(vars(scope["Result"])) & {"__getattribute__"})}
+        leave()
+        frame = value_framer()
+        returned = {"partial": code_file(frame(functools.partial(seen.append, 1))), "function": code_file(frame(len)),
+                    "class": frame(int) is int, "number": frame(3)}
+        return {"outside": outside, "inside": inside, "returned": returned, "seen": seen, "sprung": sprung()}
+
+    result = in_a_forked_child(body)
+    framed = "<left by the program>"
+    assert result["outside"] == {"note": framed, "made up": framed, "own method": "method",
+                                 "built-in bound to it": "builtin_function_or_method"}
+    assert result["inside"] == {"note": "partial", "own": []}  # inside a call, its classes as it wrote them
+    assert result["returned"] == {"partial": framed, "function": framed, "class": True, "number": 3}
+    assert result["seen"] == ["note", "called"]
+    assert result["sprung"] is False
 
 
 def test_every_answering_method_is_listed():

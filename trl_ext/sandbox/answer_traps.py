@@ -24,6 +24,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
 ANSWERING = frozenset(
@@ -88,13 +89,94 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
     return filename == "<test>" or starts(filename, roots)
 
 
+# Code of the program's that runs without a frame of its own: a callable that is no function (a `partial` of a
+# built-in, a built-in bound to a library's namespace, `operator.methodcaller`) left as a class attribute (a
+# finalizer `__del__`, a special method, a property's getter) or as a `weakref.finalize` callback. The profile
+# function (`watcher`) never sees it start, so it is wrapped in a function compiled under a name of its own, which
+# the profile function guards as the program's code.
+_FRAMING_SOURCE = "def framed(inner):\n    def call(*args, **kwargs):\n        return inner(*args, **kwargs)\n    return call\n"
+_ATTRIBUTE_KINDS = (types.FunctionType, staticmethod, classmethod, property, callable, hasattr, type, isinstance,
+                    types.MethodType)
+
+
+def _framing():
+    """`framed(inner)`: a function calling `inner`, whose code is not a library's (made before the program runs)."""
+    scope = {"__builtins__": {}}
+    exec(compile(_FRAMING_SOURCE, "<left by the program>", "exec"), scope)  # noqa: S102  (constant source)
+    return scope["framed"]
+
+
+def _needs_frame(value, kinds, binding=False):
+    """Whether `value` is a callable that runs no code of its own in a frame: not a function (or a method of one),
+    not a class, and (unless `binding` counts too) not a descriptor that binds to the instance it is read from."""
+    function_type, _, _, _, callable_, has, type_, is_instance, method_type = kinds
+    return (callable_(value) and type_(value) is not function_type and not is_instance(value, type_)
+            and not (type_(value) is method_type and type_(value.__func__) is function_type)
+            and (binding or not has(type_(value), "__get__")))
+
+
+def _framing_reads(original, framed, kinds, needs=_needs_frame, get=getattr):
+    """`original` (a `__getattribute__` or `__getattr__`) as a method whose frameless callable results come framed:
+    an attribute of an instance of the program's class, or what its `__getattr__` makes up. A method of a
+    built-in type bound to the instance itself acts on it only, so it comes as it is."""
+
+    def read(self, name):
+        value = original(self, name)
+        if needs(value, kinds) and get(value, "__self__", None) is not self:
+            return framed(value)
+        return value
+
+    return read
+
+
+def _framed_value(state, value):
+    """What a call into the program returned, framed if it is a frameless callable."""
+    framed, kinds = state
+    return framed(value) if _needs_frame(value, kinds) else value
+
+
+def value_framer():
+    """`frame(value)`, made before the program runs: a frameless callable the program returns, framed."""
+    return types.MethodType(_framed_value, (_framing(), _ATTRIBUTE_KINDS))
+
+
+def _framed_attribute(state, value):
+    """A class attribute with every frameless callable in it framed (called as before), or None if it has none. A
+    descriptor that binds (a method of a built-in type) acts on the instance only, so it stays."""
+    framed, kinds = state
+    _, static, class_method, prop, _, _, type_, _, _ = kinds
+    if type_(value) is static or type_(value) is class_method:
+        return type_(value)(framed(value.__func__)) if _needs_frame(value.__func__, kinds, True) else None
+    if type_(value) is prop:
+        parts = [value.fget, value.fset, value.fdel]
+        if not any(part is not None and _needs_frame(part, kinds, True) for part in parts):
+            return None
+        parts = [framed(part) if part is not None and _needs_frame(part, kinds, True) else part for part in parts]
+        return prop(*parts, value.__doc__)
+    return static(framed(value)) if _needs_frame(value, kinds) else None
+
+
+def _frame_finalizers(state, since):
+    """Frames the callbacks of `weakref.finalize` registered after the `since`-th (all made while the program's
+    code ran, or by its code run outside its calls); returns the latest's number."""
+    registry, framed, kinds, list_, values, max_ = state
+    latest = since
+    for info in list_(values(registry)):
+        latest = max_(latest, info.index)
+        if info.index > since and _needs_frame(info.func, kinds, True):
+            info.func = framed(info.func)
+    return latest
+
+
 def _keeper(before, trap, roots, bound):
     """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
-    top-level code ended); between the outermost ones the program's classes have their own answering methods.
-    `before`: `class_ids()` before the program ran."""
+    top-level code ended); between the outermost ones the program's classes have their own answering methods, and
+    what the program left to run later without a frame of its own (`_framed_attribute`, `_frame_finalizers`)
+    is framed, as are the frameless callables its objects' attributes give (`_framing_reads`). `before`:
+    `class_ids()` and the finalizer count before the program ran."""
     (ids_now, answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, id_,
-     items, is_library) = bound
-    (trusted, alive), depth, saved, heap = before, 1, [], _HEAP_TYPE
+     items, is_library, framed_attribute, frame_finalizers, framing_reads, delete_attribute, get_attribute) = bound
+    (trusted, alive, finalizers), depth, saved, heap, absent = before, 1, [], _HEAP_TYPE, object()
     seen = trusted
     command = yield
     while True:
@@ -104,7 +186,10 @@ def _keeper(before, trap, roots, bound):
             append(alive, classes)  # kept, so that no trusted id is reused by a class the program makes
             for cls, name, original in saved:
                 try:
-                    set_attribute(cls, name, original)
+                    if original is absent:
+                        delete_attribute(cls, name)
+                    else:
+                        set_attribute(cls, name, original)
                 except errors:
                     pass
             saved = []
@@ -114,16 +199,31 @@ def _keeper(before, trap, roots, bound):
             depth -= 1
             if depth == 0:
                 seen, classes = ids_now()
-                for cls in classes:
-                    if id_(cls) in trusted or not flags(cls) & heap:
-                        continue
+                programs = [cls for cls in classes if id_(cls) not in trusted and flags(cls) & heap]
+                reads = [(cls, get_attribute(cls, "__getattribute__", None)) for cls in programs]
+                for cls in programs:
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value, roots, function_type, starts):
-                            append(saved, (cls, name, value))
+                            replacement = trap
+                        else:
+                            replacement = framed_attribute(value)
+                            if replacement is None:
+                                continue
+                        append(saved, (cls, name, value))
+                        try:
+                            set_attribute(cls, name, replacement)
+                        except errors:
+                            pass
+                for cls, original in reads:
+                    own = class_dict(cls)
+                    for name, read in (("__getattribute__", original), ("__getattr__", own.get("__getattr__"))):
+                        if read is not None:
+                            append(saved, (cls, name, own.get(name, absent)))
                             try:
-                                set_attribute(cls, name, trap)
+                                set_attribute(cls, name, framing_reads(read))
                             except errors:
                                 pass
+                finalizers = frame_finalizers(finalizers)
         command = yield
 
 
@@ -134,10 +234,16 @@ def answer_traps(error_type, roots):
     flag = _sprung_flag()
     flag.send(None)
     trap = types.MethodType(_spring, (flag.send, error_type))
+    framing = _framing()
+    registry = weakref.finalize._registry  # noqa: SLF001  (bound now: the program may replace the attribute)
     bound = (class_ids, ANSWERING, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
-             types.MappingProxyType.items, _is_library_function)
-    keeper = _keeper(class_ids(), trap, roots, bound)
+             types.MappingProxyType.items, _is_library_function,
+             types.MethodType(_framed_attribute, (framing, _ATTRIBUTE_KINDS)),
+             types.MethodType(_frame_finalizers, (registry, framing, _ATTRIBUTE_KINDS, list, dict.values, max)),
+             lambda original: _framing_reads(original, framing, _ATTRIBUTE_KINDS), type.__delattr__, getattr)
+    finalizers = max([info.index for info in registry.values()], default=-1)
+    keeper = _keeper((*class_ids(), finalizers), trap, roots, bound)
     keeper.send(None)
     send = keeper.send
     fail = types.MethodType(_fail, (flag.send, AssertionError))
@@ -220,4 +326,5 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper)
+PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper,
+                       _framed_attribute, _frame_finalizers, _needs_frame, _framing_reads, _framed_value)

@@ -27,8 +27,9 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 def context(modules, test_namespace, answers):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
-    `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after, and
-    `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`)."""
+    `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
+    `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`), and `frame_value(result)`
+    (`answer_traps.value_framer`)."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
@@ -95,13 +96,13 @@ def _guarded_run(function, snapshot, bound, caught):
     `(result, None)` or `(None, exception)`. What it holds (the function, the snapshot's context with the test's
     namespace) stays in its frame, which the audit hook keeps from the program."""
     args, kwargs = yield
-    enter, leave, pause_watch, resume_watch, hand = bound[-1]
+    enter, leave, pause_watch, resume_watch, hand, frame_value = bound[-1]
     hand(args, kwargs)  # the test's functions among them may run inside the call
     watching = pause_watch()  # the call is guarded as a whole
     enter()  # the program's classes answer with their own methods while it runs
     restore = snapshot(bound)
     try:
-        return function(*args, **kwargs), None
+        return frame_value(function(*args, **kwargs)), None  # a frameless callable returned runs framed
     except caught as error:  # handed back as a value: a StopIteration of the program's stays one
         return None, error
     finally:

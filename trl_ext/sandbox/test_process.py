@@ -231,9 +231,9 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`:
-    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`. The program's own namespace stays as
-    it is: its functions call each other unguarded."""
-    make_namespace, hand, restore_mocks = keeper
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)` and `answer_traps.value_framer()`.
+    The program's own namespace stays as it is: its functions call each other unguarded."""
+    make_namespace, hand, restore_mocks, frame_value = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave = answers
@@ -257,7 +257,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
         harness_does(hand, (*args, *kwargs.values(), *(frame.f_locals.values() if frame is not None else ())))
 
     answers = (enter, leave_and_restore_mocks)
-    bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch, hand_to_program))
+    bound = call_guard.context(modules, test_globals,
+                               answers + (pause_watch, resume_watch, hand_to_program, frame_value))
     view = module_type("solution")
     for name, item in namespace.items():
         if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
@@ -314,7 +315,8 @@ def _value_frame_writer(max_value_bytes):
 
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
-    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
+    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)` with what frames the
+    frameless callables the program returns (`value_framer`), and the judge
     functions the test's code calls (`fail`, final; `enter`, first in each method of a test class)."""
     get_frame = sys._getframe
     answers = answer_traps.answer_traps(NotPlainData, roots)
@@ -333,7 +335,7 @@ def _in_process_keepers(roots, harness_does):
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass}
-    return answers, (make_namespace, hand, restore_mocks), judges
+    return answers, (make_namespace, hand, restore_mocks, answer_traps.value_framer()), judges
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
