@@ -24,52 +24,112 @@ import types
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 
 
-def context(modules, test_namespace, answers):
+def context(modules, test_namespace, answers, versions=None, harness_does=None):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
     `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`), and `frame_value(result)`
-    (`answer_traps.value_framer`)."""
+    (`answer_traps.value_framer`). `versions`: `(watch, read)` of dicts' version tags (`test_process`), or None
+    where this interpreter keeps none; `harness_does` runs what the audit hook refuses the program (`watch`)."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
+    if versions is None:  # every namespace copied and put back each time
+        versions = (lambda dictionary: None, lambda view: object())
+    tags = ({}, versions[0], versions[1], harness_does or (lambda function, *args: function(*args)),
+            gc.get_referents)
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, isinstance, type, getattr,
-            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache, answers)
+            str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache, id, map,
+            tags, answers)
+
+
+def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
+    """`(holder, view, tag, copy, classes)`: a copy of a module's namespace (`holder`) or a class's dict as it is
+    now, the dict's version tag, and the classes a namespace holds (`classes_in(copy)`). The copy made last time is
+    used again while the tag shows no change since."""
+    cache, watch, read, harness_does, referents = tags
+    cached = get(cache, id_(holder))
+    if cached is not None and cached[0] is holder and read(cached[1]) == cached[2]:
+        return cached
+    if cached is not None and cached[0] is holder:
+        view = cached[1]
+    else:  # the dict behind a class's mapping proxy: read through the type itself, which no class overrides
+        view = harness_does(watch, harness_does(referents, class_dict(holder))[0] if is_class else holder)
+    tag = read(view)
+    copy = dict_(class_dict(holder) if is_class else holder)
+    copied = (holder, view, tag, copy, () if is_class else classes_in(copy))
+    cache[id_(holder)] = copied
+    return copied
+
+
+def _classes_of(namespace, values, is_instance, type_, flags, heap):
+    return [value for value in values(namespace) if is_instance(value, type_) and flags(value) & heap]
+
+
+def _copies(bound):
+    """`(namespaces, classes, packages, views, versions)`: a copy of every loaded module's namespace and of every
+    class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags."""
+    (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_instance, type_,
+     getattr_, _, _, _, _, id_, _, tags, _) = bound
+
+    def classes_in(namespace):
+        return _classes_of(namespace, values, is_instance, type_, flags, heap)
+
+    namespaces, classes, packages, seen = [], [], {}, {}
+    for name, module in list_(items(modules)):
+        namespace = getattr_(module, "__dict__", None)
+        if type_(namespace) is dict_:
+            namespaces.append(_copy(namespace, False, tags, dict_, get, id_, class_dict, classes_in))
+            packages[name] = namespace
+    for namespace_copy in namespaces:
+        for cls in namespace_copy[4]:
+            if get(seen, id_(cls)) is None:
+                seen[id_(cls)] = cls
+                classes.append(_copy(cls, True, tags, dict_, get, id_, class_dict, classes_in))
+    copies = namespaces + classes
+    return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies]
 
 
 def take_snapshot(bound):
     """A function that puts back the namespaces, classes and registries (import finders and hooks, collector
     callbacks) as they are now. Modules the call loads stay loaded (and attributes of their packages, as importing
-    them made them)."""
-    (modules, test_namespace, registries, _, heap, dict_, list_, items, values, clear, update, get, flags,
-     class_dict, set_attribute, delete_attribute, is_instance, type_, getattr_, split_last, proxy_get,
-     errors, importer_cache, _) = bound
-    saved_modules = dict_(modules)
-    namespaces, classes, packages = [(test_namespace, dict_(test_namespace))], [], {}
-    for name, module in list_(items(modules)):
-        namespace = getattr_(module, "__dict__", None)
-        if type_(namespace) is dict_:
-            namespaces.append((namespace, dict_(namespace)))
-            packages[name] = namespace
-    for _, snapshot in namespaces:
-        for value in values(snapshot):
-            if is_instance(value, type_) and flags(value) & heap:
-                classes.append((value, dict_(class_dict(value))))
+    them made them). Only the dicts whose version tag changed are put back, and only those that changed since the
+    last snapshot are copied again."""
+    (modules, test_namespace, registries, _, _, dict_, list_, items, _, clear, update, get, _, class_dict,
+     set_attribute, delete_attribute, _, _, _, split_last, proxy_get, errors, importer_cache, _, map_, tags,
+     _) = bound
+    cache, watch, read, harness_does, _ = tags
+    saved_modules, saved_test = dict_(modules), dict_(test_namespace)
+    last = get(cache, "last")  # the last snapshot's copies: all of them still current when no tag changed
+    modules_view = last[0] if last is not None else harness_does(watch, modules)
+    modules_version = read(modules_view)
+    if last is not None and modules_version == last[1] and list_(map_(read, last[5])) == last[6]:
+        namespaces, classes, packages, views, versions = last[2], last[3], last[4], last[5], last[6]
+    else:
+        namespaces, classes, packages, views, versions = _copies(bound)
+        cache["last"] = (modules_view, modules_version, namespaces, classes, packages, views, versions)
     saved_registries = [(registry, list_(registry)) for registry in registries]
     saved_importer_cache = dict_(importer_cache)
 
     def restore():
-        update(modules, saved_modules)
-        for namespace, snapshot in namespaces:
-            clear(namespace)
-            update(namespace, snapshot)
+        if read(modules_view) != modules_version:
+            update(modules, saved_modules)
+        clear(test_namespace)
+        update(test_namespace, saved_test)
+        unchanged = list_(map_(read, views)) == versions  # ints compared: no code of the program runs
+        for namespace, view, tag, snapshot, _ in () if unchanged else namespaces:
+            if read(view) != tag:
+                clear(namespace)
+                update(namespace, snapshot)
         for name in list_(modules):
             if get(saved_modules, name) is None:
                 parent, dot, child = split_last(name, ".")
                 namespace = get(packages, parent) if dot else None
                 if namespace is not None and get(namespace, child) is None:
                     namespace[child] = modules[name]
-        for cls, snapshot in classes:
+        for cls, view, tag, snapshot, _ in () if unchanged else classes:
+            if read(view) == tag:
+                continue
             current = class_dict(cls)
             for name in list_(current):
                 if get(snapshot, name, restore) is restore:
@@ -140,4 +200,4 @@ def guarded(function, bound):
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (take_snapshot, _guarded_call, _guarded_run, _runs)
+PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _runs)

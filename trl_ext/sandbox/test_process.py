@@ -258,7 +258,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
 
     answers = (enter, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
-                               answers + (pause_watch, resume_watch, hand_to_program, frame_value))
+                               answers + (pause_watch, resume_watch, hand_to_program, frame_value), _VERSIONS,
+                               harness_does)
     view = module_type("solution")
     for name, item in namespace.items():
         if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
