@@ -103,6 +103,12 @@ DAPO_VARIANTS = {
         "dynamic_sampling_pilot_size": 2,
     },
 }  # fmt: skip
+# DAPO's paper splits each rollout into mini-batches (16 updates per rollout), as GSPO's does (4): the same two
+# arms with one rollout of 4 x 64 completions feeding 4 optimiser steps of 64, as the GSPO arms do.
+DAPO_VARIANTS.update({
+    f"{name}-minibatches": {**DAPO_VARIANTS[name], "steps_per_generation": 4, "dynamic_sampling_carry_max_staleness": 4}
+    for name in ("dapo", "dapo-adaptive-pilot")
+})
 GSPO_VARIANTS = {
     "gspo": {"dynamic_sampling": False},
     "gspo-dynamic": {"dynamic_sampling": True, "dynamic_sampling_carry_max_staleness": 4},

@@ -47,6 +47,7 @@ from red_team_in_process import (
     OPPOSITE_INT,
     PARTIAL_ATTRIBUTE,
     PARTIAL_FROM_GETATTR,
+    PARTIAL_IN_A_NAMESPACE,
     PROBE_THE_CALLBACK,
     READ_CLASS_ATTRIBUTES,
     READ_TEST_GLOBALS,
@@ -416,6 +417,9 @@ ATTACKS: dict[str, Attack] = {
     ),
     "a partial of setattr made up by __getattr__, called by the test, replaces NumPy's check": Attack(
         JUDGE, PARTIAL_FROM_GETATTR, METHOD_ROW, METHOD_RIGHT
+    ),
+    "a partial of setattr in a SimpleNamespace, called by the test, replaces NumPy's check": Attack(
+        JUDGE, PARTIAL_IN_A_NAMESPACE, METHOD_ROW, METHOD_RIGHT
     ),
     "a returned partial of setattr, called by the test, replaces NumPy's check": Attack(
         JUDGE, RETURNED_PARTIAL, MAKER_ROW, MAKER_RIGHT

@@ -94,8 +94,8 @@ FINALIZE_CALLBACK = (
     "    weakref.finalize(later, setattr, np.testing, 'assert_array_equal', slice)\n"
     "    return later\n"
 )
-# ... and a `partial` the test calls itself: an attribute of the returned object (set on the instance, or made up
-# by its `__getattr__`), or the callable the program returned.
+# ... and a `partial` the test calls itself: an attribute of the returned object (set on the instance, made up by
+# its `__getattr__`, or of a library's `SimpleNamespace`), or the callable the program returned.
 PARTIAL_ATTRIBUTE = (
     "import functools\nimport numpy as np\n"
     "class Result:\n    value = 7\n    def array(self):\n        return np.array([0])\n"
@@ -109,6 +109,12 @@ PARTIAL_FROM_GETATTR = (
     "    def __getattr__(self, name):\n"
     "        return functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
     "def task_func(x):\n    return Result()\n"
+)
+PARTIAL_IN_A_NAMESPACE = (
+    "import functools, types\nimport numpy as np\n"
+    "def task_func(x):\n"
+    "    return types.SimpleNamespace(value=7, array=lambda: np.array([0]),\n"
+    "                                 describe=functools.partial(setattr, np.testing, 'assert_array_equal', slice))\n"
 )
 MAKER_ROW = bigcodebench(
     "import unittest\nimport numpy as np\n\n"

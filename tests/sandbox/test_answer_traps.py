@@ -16,8 +16,8 @@ from trl_ext.sandbox.answer_traps import (
     answer_traps,
     class_ids,
     forged_library_code,
+    callee_framer,
     library_roots,
-    value_framer,
 )
 from trl_ext.sandbox.plain_data import NotPlainData
 
@@ -161,48 +161,42 @@ def test_frameless_callables_the_program_leaves_are_framed_outside_its_calls():
     assert result["sprung"] is False
 
 
-def test_frameless_callables_read_from_the_programs_objects_or_returned_are_framed():
-    def body():
-        import functools
+def test_what_the_test_calls_is_framed_where_it_would_run_code_without_a_frame():
+    import functools
+    import operator
 
-        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
-        seen = []
-        scope = {"functools": functools, "seen": seen}
-        exec(
-            "class Result(list):\n"
-            "    def describe(self):\n        return 'result'\n"
-            "class Lazy:\n"
-            "    def __getattr__(self, name):\n        return functools.partial(seen.append, name)\n"
-            "result = Result()\n"
-            "result.note = functools.partial(seen.append, 'note')\n",
-            scope,
-        )
-        leave()
-        result, lazy = scope["result"], scope["Lazy"]()
+    frame = callee_framer()
 
-        def code_file(value):
-            return getattr(getattr(value, "__code__", None), "co_filename", type(value).__name__)
+    def source(callee):
+        return getattr(getattr(callee, "__code__", None), "co_filename", type(callee).__name__)
 
-        outside = {"note": code_file(result.note), "made up": code_file(lazy.anything),
-                   "own method": type(result.describe).__name__, "built-in bound to it": code_file(result.append)}
-        result.note()
-        lazy.called()
-        enter()
-        inside = {"note": code_file(result.note), "own": sorted(set(vars(scope["Result"])) & {"__getattribute__"})}
-        leave()
-        frame = value_framer()
-        returned = {"partial": code_file(frame(functools.partial(seen.append, 1))), "function": code_file(frame(len)),
-                    "class": frame(int) is int, "number": frame(3)}
-        return {"outside": outside, "inside": inside, "returned": returned, "seen": seen, "sprung": sprung()}
+    class Sneaky(functools.partial):  # shows a function, calls a built-in
+        @property
+        def func(self):
+            return len
 
-    result = in_a_forked_child(body)
+    kept = []
     framed = "<left by the program>"
-    assert result["outside"] == {"note": framed, "made up": framed, "own method": "method",
-                                 "built-in bound to it": "builtin_function_or_method"}
-    assert result["inside"] == {"note": "partial", "own": []}  # inside a call, its classes as it wrote them
-    assert result["returned"] == {"partial": framed, "function": framed, "class": True, "number": 3}
-    assert result["seen"] == ["note", "called"]
-    assert result["sprung"] is False
+    callees = {
+        "partial of a built-in": functools.partial(setattr, kept, "x"),
+        "bound built-in in a partial": functools.partial(kept.append, 1),
+        "method of a built-in": types.MethodType(setattr, kept),
+        "method caller": operator.methodcaller("append", 1),
+        "partial subclass": Sneaky(kept.append, 2),
+        "partial of a partial of a built-in": functools.partial(functools.partial(len), [1]),
+        "function": len,
+        "bound built-in": kept.append,
+        "class": int,
+        "method of a function": types.MethodType(lambda self: self, kept),
+    }
+    outcome = {name: "as it is" if frame(callee) is callee else source(frame(callee)) for name, callee in callees.items()}
+    assert outcome == {
+        "partial of a built-in": framed, "bound built-in in a partial": framed, "method of a built-in": framed,
+        "method caller": framed, "partial subclass": framed, "partial of a partial of a built-in": framed,
+        "function": "as it is", "bound built-in": "as it is", "class": "as it is", "method of a function": "as it is",
+    }
+    frame(callees["bound built-in in a partial"])()
+    assert kept == [1]  # framed, it does what it did
 
 
 def test_every_answering_method_is_listed():

@@ -20,6 +20,8 @@ the `send` of a generator that can be sprung, never reset; what decides which cl
 another generator's frame, held by the harness and the call guard only (the audit hook refuses frames).
 """
 
+import functools
+import operator
 import os
 import sys
 import sysconfig
@@ -115,29 +117,42 @@ def _needs_frame(value, kinds, binding=False):
             and (binding or not has(type_(value), "__get__")))
 
 
-def _framing_reads(original, framed, kinds, needs=_needs_frame, get=getattr):
-    """`original` (a `__getattribute__` or `__getattr__`) as a method whose frameless callable results come framed:
-    an attribute of an instance of the program's class, or what its `__getattr__` makes up. A method of a
-    built-in type bound to the instance itself acts on it only, so it comes as it is."""
+def _calls_frameless(callee, kinds):
+    """Whether calling `callee` runs code without a frame with arguments the program may have chosen: a
+    `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function (read through
+    the types' own descriptors: a subclass cannot show another function than it calls)."""
+    partial_type, partial_func, method_type, method_func, static, static_func, caller_type, function_type, \
+        is_instance, type_ = kinds
+    bound = False
+    for _ in range(64):  # a partial of a bound method of a partial ...
+        if is_instance(callee, partial_type):
+            callee, bound = partial_func(callee), True
+        elif type_(callee) is method_type:
+            callee, bound = method_func(callee), True
+        elif type_(callee) is static:
+            callee = static_func(callee)
+        elif type_(callee) is caller_type:
+            return True
+        else:
+            return bound and type_(callee) is not function_type
+    return True
 
-    def read(self, name):
-        value = original(self, name)
-        if needs(value, kinds) and get(value, "__self__", None) is not self:
-            return framed(value)
-        return value
 
-    return read
-
-
-def _framed_value(state, value):
-    """What a call into the program returned, framed if it is a frameless callable."""
+def _framed_callee(state, callee):
+    """`callee` as the test's code calls it: framed where it would run code without a frame (`_calls_frameless`)."""
     framed, kinds = state
-    return framed(value) if _needs_frame(value, kinds) else value
+    return framed(callee) if _calls_frameless(callee, kinds) else callee
 
 
-def value_framer():
-    """`frame(value)`, made before the program runs: a frameless callable the program returns, framed."""
-    return types.MethodType(_framed_value, (_framing(), _ATTRIBUTE_KINDS))
+def callee_framer():
+    """`frame(callee)`, made before the program runs, which the test's code calls on everything it calls
+    (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
+    attribute of an object, an item of a list) runs framed, so the profile function guards it."""
+    partial_type, method_type = functools.partial, types.MethodType
+    kinds = (partial_type, partial_type.__dict__["func"].__get__, method_type, method_type.__dict__["__func__"].__get__,
+             staticmethod, staticmethod.__dict__["__func__"].__get__, operator.methodcaller, types.FunctionType,
+             isinstance, type)
+    return types.MethodType(_framed_callee, (_framing(), kinds))
 
 
 def _framed_attribute(state, value):
@@ -172,11 +187,10 @@ def _keeper(before, trap, roots, bound):
     """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
     top-level code ended); between the outermost ones the program's classes have their own answering methods, and
     what the program left to run later without a frame of its own (`_framed_attribute`, `_frame_finalizers`)
-    is framed, as are the frameless callables its objects' attributes give (`_framing_reads`). `before`:
-    `class_ids()` and the finalizer count before the program ran."""
+    is framed. `before`: `class_ids()` and the finalizer count before the program ran."""
     (ids_now, answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, id_,
-     items, is_library, framed_attribute, frame_finalizers, framing_reads, delete_attribute, get_attribute) = bound
-    (trusted, alive, finalizers), depth, saved, heap, absent = before, 1, [], _HEAP_TYPE, object()
+     items, is_library, framed_attribute, frame_finalizers) = bound
+    (trusted, alive, finalizers), depth, saved, heap = before, 1, [], _HEAP_TYPE
     seen = trusted
     command = yield
     while True:
@@ -186,10 +200,7 @@ def _keeper(before, trap, roots, bound):
             append(alive, classes)  # kept, so that no trusted id is reused by a class the program makes
             for cls, name, original in saved:
                 try:
-                    if original is absent:
-                        delete_attribute(cls, name)
-                    else:
-                        set_attribute(cls, name, original)
+                    set_attribute(cls, name, original)
                 except errors:
                     pass
             saved = []
@@ -199,9 +210,9 @@ def _keeper(before, trap, roots, bound):
             depth -= 1
             if depth == 0:
                 seen, classes = ids_now()
-                programs = [cls for cls in classes if id_(cls) not in trusted and flags(cls) & heap]
-                reads = [(cls, get_attribute(cls, "__getattribute__", None)) for cls in programs]
-                for cls in programs:
+                for cls in classes:
+                    if id_(cls) in trusted or not flags(cls) & heap:
+                        continue
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value, roots, function_type, starts):
                             replacement = trap
@@ -214,15 +225,6 @@ def _keeper(before, trap, roots, bound):
                             set_attribute(cls, name, replacement)
                         except errors:
                             pass
-                for cls, original in reads:
-                    own = class_dict(cls)
-                    for name, read in (("__getattribute__", original), ("__getattr__", own.get("__getattr__"))):
-                        if read is not None:
-                            append(saved, (cls, name, own.get(name, absent)))
-                            try:
-                                set_attribute(cls, name, framing_reads(read))
-                            except errors:
-                                pass
                 finalizers = frame_finalizers(finalizers)
         command = yield
 
@@ -240,8 +242,7 @@ def answer_traps(error_type, roots):
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
              types.MappingProxyType.items, _is_library_function,
              types.MethodType(_framed_attribute, (framing, _ATTRIBUTE_KINDS)),
-             types.MethodType(_frame_finalizers, (registry, framing, _ATTRIBUTE_KINDS, list, dict.values, max)),
-             lambda original: _framing_reads(original, framing, _ATTRIBUTE_KINDS), type.__delattr__, getattr)
+             types.MethodType(_frame_finalizers, (registry, framing, _ATTRIBUTE_KINDS, list, dict.values, max)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     keeper = _keeper((*class_ids(), finalizers), trap, roots, bound)
     keeper.send(None)
@@ -327,4 +328,4 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper,
-                       _framed_attribute, _frame_finalizers, _needs_frame, _framing_reads, _framed_value)
+                       _framed_attribute, _frame_finalizers, _needs_frame, _calls_frameless, _framed_callee)

@@ -28,8 +28,7 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
-    `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`), and `frame_value(result)`
-    (`answer_traps.value_framer`). `versions`: `(watch, read)` of dicts' version tags (`test_process`), or None
+    and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read)` of dicts' version tags (`test_process`), or None
     where this interpreter keeps none; `harness_does` runs what the audit hook refuses the program (`watch`)."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     if versions is None:  # every namespace copied and put back each time
@@ -156,13 +155,13 @@ def _guarded_run(function, snapshot, bound, caught):
     `(result, None)` or `(None, exception)`. What it holds (the function, the snapshot's context with the test's
     namespace) stays in its frame, which the audit hook keeps from the program."""
     args, kwargs = yield
-    enter, leave, pause_watch, resume_watch, hand, frame_value = bound[-1]
+    enter, leave, pause_watch, resume_watch, hand = bound[-1]
     hand(args, kwargs)  # the test's functions among them may run inside the call
     watching = pause_watch()  # the call is guarded as a whole
     enter()  # the program's classes answer with their own methods while it runs
     restore = snapshot(bound)
     try:
-        return frame_value(function(*args, **kwargs)), None  # a frameless callable returned runs framed
+        return function(*args, **kwargs), None
     except caught as error:  # handed back as a value: a StopIteration of the program's stays one
         return None, error
     finally:

@@ -11,7 +11,8 @@ from typing import Any
 
 from .test_process import JUDGE_CONSTANT
 
-__all__ = ["CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES",
+__all__ = ["CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION",
+           "JUDGE_CONSTANT", "JUDGE_NAMES",
            "TRUST_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
@@ -23,11 +24,12 @@ TRUST_FUNCTION = "__trl_ext_trust_comparison__"
 FAIL_FUNCTION = "__trl_ext_fail__"  # a failed check: final, even where the test or the program catches it
 ENTER_FUNCTION = "__trl_ext_enter__"  # the first call of a test class's method (`test_namespace.namespace_keeper`)
 CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_namespace.KeptClass`)
+CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
-                         ENTER_FUNCTION, CASE_CLASS})
+                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -143,6 +145,25 @@ class _ValueGuard(ast.NodeTransformer):
         return _value_call(node) if isinstance(node.ctx, ast.Load) else node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+
+class _CallsFramed(ast.NodeTransformer):
+    """`f(x)` -> `__trl_ext_call__(f)(x)`: what the test calls goes through the harness first, which frames a
+    callable that would run code without a frame (`answer_traps.callee_framer`), and is then called where it was
+    (so `super()`, `locals()` and the like still see the test's frame). A format's runner calls as it is."""
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node if node.name.startswith(("__trl_ext_", "_trl_ext_")) else self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node if node.name.startswith(("__trl_ext_", "_trl_ext_")) else self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id.startswith("__trl_ext_"):
+            return node
+        node.func = ast.Call(ast.Name(CALL_FUNCTION, ast.Load()), [node.func], [])
         return node
 
 
@@ -269,7 +290,8 @@ def instrument_checks(source: str) -> str:
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
     imports = _imports(tree) | _reached_modules(tree)
-    tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_CheckInstrumenter().visit(tree)))
+    tree = _CallsFramed().visit(_CheckInstrumenter().visit(tree))
+    tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(tree))
     return ast.unparse(tree), tuple(sorted(imports))
 
 

@@ -207,12 +207,13 @@ _fail_now = types.MethodType(answer_traps._fail, (lambda sprung: None, Assertion
 
 
 def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
-                          case_class=type):
+                          case_class=type, call=lambda callee: callee):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
                  JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
-                 JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class}
+                 JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class,
+                 JUDGE_CONSTANT + "__trl_ext_call__": call}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -231,9 +232,9 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`:
-    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)` and `answer_traps.value_framer()`.
-    The program's own namespace stays as it is: its functions call each other unguarded."""
-    make_namespace, hand, restore_mocks, frame_value = keeper
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`. The program's own namespace stays as
+    it is: its functions call each other unguarded."""
+    make_namespace, hand, restore_mocks = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave = answers
@@ -258,8 +259,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
 
     answers = (enter, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
-                               answers + (pause_watch, resume_watch, hand_to_program, frame_value), _VERSIONS,
-                               harness_does)
+                               answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
     view = module_type("solution")
     for name, item in namespace.items():
         if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
@@ -316,9 +316,9 @@ def _value_frame_writer(max_value_bytes):
 
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
-    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)` with what frames the
-    frameless callables the program returns (`value_framer`), and the judge
-    functions the test's code calls (`fail`, final; `enter`, first in each method of a test class)."""
+    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
+    functions the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on
+    everything it calls: `answer_traps.callee_framer`)."""
     get_frame = sys._getframe
     answers = answer_traps.answer_traps(NotPlainData, roots)
     fail = answers[3]
@@ -335,8 +335,9 @@ def _in_process_keepers(roots, harness_does):
     def enter_method():
         enter(fail)
 
-    judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass}
-    return answers, (make_namespace, hand, restore_mocks, answer_traps.value_framer()), judges
+    judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
+              "call": answer_traps.callee_framer()}
+    return answers, (make_namespace, hand, restore_mocks), judges
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
