@@ -91,14 +91,18 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
     return filename == "<test>" or starts(filename, roots)
 
 
-# Code of the program's that runs without a frame of its own: a callable that is no function (a `partial` of a
-# built-in, a built-in bound to a library's namespace, `operator.methodcaller`) left as a class attribute (a
-# finalizer `__del__`, a special method, a property's getter) or as a `weakref.finalize` callback. The profile
-# function (`watcher`) never sees it start, so it is wrapped in a function compiled under a name of its own, which
-# the profile function guards as the program's code.
+# Code of the program's that runs without a frame of its own: a callable that binds arguments the program chose to
+# a built-in (a `functools.partial` of `setattr`, a bound method of one, `operator.methodcaller`) left as a class
+# attribute (a finalizer `__del__`, a special method, a property's getter), as a `weakref.finalize` callback (whose
+# arguments are bound too), or handed to the test to call. The profile function (`watcher`) never sees it start,
+# so it is wrapped in a function compiled under a name of its own, which the profile function guards as the
+# program's code.
 _FRAMING_SOURCE = "def framed(inner):\n    def call(*args, **kwargs):\n        return inner(*args, **kwargs)\n    return call\n"
-_ATTRIBUTE_KINDS = (types.FunctionType, staticmethod, classmethod, property, callable, hasattr, type, isinstance,
-                    types.MethodType)
+# Read through the types' own descriptors: a subclass cannot show another function than the one it calls.
+_FRAMING_KINDS = (functools.partial, functools.partial.__dict__["func"].__get__, types.MethodType,
+                  types.MethodType.__dict__["__func__"].__get__, staticmethod, staticmethod.__dict__["__func__"].__get__,
+                  classmethod, classmethod.__dict__["__func__"].__get__, property, operator.methodcaller,
+                  types.FunctionType, isinstance, type)
 
 
 def _framing():
@@ -108,21 +112,11 @@ def _framing():
     return scope["framed"]
 
 
-def _needs_frame(value, kinds, binding=False):
-    """Whether `value` is a callable that runs no code of its own in a frame: not a function (or a method of one),
-    not a class, and (unless `binding` counts too) not a descriptor that binds to the instance it is read from."""
-    function_type, _, _, _, callable_, has, type_, is_instance, method_type = kinds
-    return (callable_(value) and type_(value) is not function_type and not is_instance(value, type_)
-            and not (type_(value) is method_type and type_(value.__func__) is function_type)
-            and (binding or not has(type_(value), "__get__")))
-
-
 def _calls_frameless(callee, kinds):
     """Whether calling `callee` runs code without a frame with arguments the program may have chosen: a
-    `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function (read through
-    the types' own descriptors: a subclass cannot show another function than it calls)."""
-    partial_type, partial_func, method_type, method_func, static, static_func, caller_type, function_type, \
-        is_instance, type_ = kinds
+    `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function."""
+    partial_type, partial_func, method_type, method_func, static, static_func, _, _, _, caller_type, \
+        function_type, is_instance, type_ = kinds
     bound = False
     for _ in range(64):  # a partial of a bound method of a partial ...
         if is_instance(callee, partial_type):
@@ -148,38 +142,38 @@ def callee_framer():
     """`frame(callee)`, made before the program runs, which the test's code calls on everything it calls
     (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
     attribute of an object, an item of a list) runs framed, so the profile function guards it."""
-    partial_type, method_type = functools.partial, types.MethodType
-    kinds = (partial_type, partial_type.__dict__["func"].__get__, method_type, method_type.__dict__["__func__"].__get__,
-             staticmethod, staticmethod.__dict__["__func__"].__get__, operator.methodcaller, types.FunctionType,
-             isinstance, type)
-    return types.MethodType(_framed_callee, (_framing(), kinds))
+    return types.MethodType(_framed_callee, (_framing(), _FRAMING_KINDS))
 
 
 def _framed_attribute(state, value):
-    """A class attribute with every frameless callable in it framed (called as before), or None if it has none. A
-    descriptor that binds (a method of a built-in type) acts on the instance only, so it stays."""
+    """A class attribute with every callable in it that runs code without a frame (`_calls_frameless`) framed,
+    called as before (a static, class or property part framed as that part), or None if it has none."""
     framed, kinds = state
-    _, static, class_method, prop, _, _, type_, _, _ = kinds
+    _, _, _, _, static, static_func, class_method, class_func, prop, _, _, _, type_ = kinds
     if type_(value) is static or type_(value) is class_method:
-        return type_(value)(framed(value.__func__)) if _needs_frame(value.__func__, kinds, True) else None
+        inner = static_func(value) if type_(value) is static else class_func(value)
+        return type_(value)(framed(inner)) if _calls_frameless(inner, kinds) else None
     if type_(value) is prop:
         parts = [value.fget, value.fset, value.fdel]
-        if not any(part is not None and _needs_frame(part, kinds, True) for part in parts):
+        if not any(_calls_frameless(part, kinds) for part in parts):
             return None
-        parts = [framed(part) if part is not None and _needs_frame(part, kinds, True) else part for part in parts]
-        return prop(*parts, value.__doc__)
-    return static(framed(value)) if _needs_frame(value, kinds) else None
+        return prop(*[framed(part) if _calls_frameless(part, kinds) else part for part in parts], value.__doc__)
+    return static(framed(value)) if _calls_frameless(value, kinds) else None
 
 
 def _frame_finalizers(state, since):
     """Frames the callbacks of `weakref.finalize` registered after the `since`-th (all made while the program's
-    code ran, or by its code run outside its calls); returns the latest's number."""
+    code ran, or by its code run outside its calls) that are no function: the finalizer binds their arguments.
+    Returns the latest's number."""
     registry, framed, kinds, list_, values, max_ = state
+    _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_instance, type_ = kinds
     latest = since
     for info in list_(values(registry)):
         latest = max_(latest, info.index)
-        if info.index > since and _needs_frame(info.func, kinds, True):
-            info.func = framed(info.func)
+        func = info.func
+        python = type_(func) is function_type or type_(func) is method_type and type_(method_func(func)) is function_type
+        if info.index > since and not python and not is_instance(func, type_):
+            info.func = framed(func)
     return latest
 
 
@@ -241,8 +235,8 @@ def answer_traps(error_type, roots):
     bound = (class_ids, ANSWERING, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
              types.MappingProxyType.items, _is_library_function,
-             types.MethodType(_framed_attribute, (framing, _ATTRIBUTE_KINDS)),
-             types.MethodType(_frame_finalizers, (registry, framing, _ATTRIBUTE_KINDS, list, dict.values, max)))
+             types.MethodType(_framed_attribute, (framing, _FRAMING_KINDS)),
+             types.MethodType(_frame_finalizers, (registry, framing, _FRAMING_KINDS, list, dict.values, max)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     keeper = _keeper((*class_ids(), finalizers), trap, roots, bound)
     keeper.send(None)
@@ -328,4 +322,4 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper,
-                       _framed_attribute, _frame_finalizers, _needs_frame, _calls_frameless, _framed_callee)
+                       _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee)
