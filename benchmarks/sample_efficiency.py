@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 from dataclasses import asdict
 import statistics
 import tempfile
@@ -119,7 +120,7 @@ GSPO_VARIANTS = {
         "dynamic_sampling": True, **DAPO_VARIANTS["dapo-adaptive-pilot"], "dynamic_sampling_carry_max_staleness": 4
     },
 }  # fmt: skip
-METHODS = (*DAPO_VARIANTS, "grpo", *GSPO_VARIANTS)
+METHODS = (*DAPO_VARIANTS, "grpo", "grpo-minibatches", *GSPO_VARIANTS)
 
 
 class CountGeneratedTokens:
@@ -169,8 +170,9 @@ def method_setup(method: str, settings: dict, verifier: str = "exact_match"):
             **settings, dynamic_sampling_filter_reward=verifier, overlong_buffer_length=4, **DAPO_VARIANTS[method]
         )
         return type("CountingDAPOTrainer", (CountGeneratedTokens, DAPOTrainer), {}), config
-    if method == "grpo":
-        return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings)
+    if method in ("grpo", "grpo-minibatches"):  # TRL's defaults; the second with the DAPO arms' mini-batches
+        minibatches = {"steps_per_generation": 4} if method == "grpo-minibatches" else {}
+        return type("CountingGRPOTrainer", (CountGeneratedTokens, GRPOTrainer), {}), GRPOConfig(**settings, **minibatches)
     if method in GSPO_VARIANTS:
         # One rollout of 4 x 64 completions feeds 4 optimiser steps of 64, so every method trains on 64 per step.
         dynamic = {"dynamic_sampling_filter_reward": verifier} if GSPO_VARIANTS[method]["dynamic_sampling"] else {}
@@ -450,8 +452,12 @@ def main(argv=None):
     )
     parser.add_argument("--model-path", help="starting checkpoint: a directory or builtin:... (default: the task's)")
     parser.add_argument("--plot", help="PNG path for the curves (default: next to --out)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="train nothing: merge these results (runs of the same settings, run apart) into --out")
     add_common_arguments(parser, model="tiny-128")  # --model is unused here: the checkpoint is --model-path
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out, args.plot)
     if args.quick:
         args.seeds, args.steps, args.eval_steps, args.eval_prompts, args.eval_samples = [0], 2, 1, 16, 2
     check_device(args.device)
@@ -495,6 +501,24 @@ def main(argv=None):
     result = payload()
     write_json(args.out, result)
     return result
+
+
+def merge(paths: list[str], out: str | None, plot_path: str | None) -> dict:
+    """One result from several runs of this script with the same settings (arms or seeds run as separate processes):
+    their runs, in the order given, with the tables and the plot recomputed. The settings are the first file's,
+    with every method of every file."""
+    results = [json.loads(Path(path).read_text()) for path in paths]
+    runs = [run for result in results for run in result["runs"]]
+    methods = list(dict.fromkeys(run["method"] for run in runs))
+    settings = {**results[0]["settings"], "methods": methods, "merged_from": [Path(path).name for path in paths]}
+    merged = {**results[0], "settings": settings, "summary": summarise(runs, methods),
+              "paired": paired_summary(runs, methods), "runs": runs}
+    print_tables(runs, argparse.Namespace(**settings))
+    plot_file = Path(plot_path) if plot_path else (Path(out).with_suffix(".png") if out else None)
+    if plot_file is not None:
+        plot(runs, methods, plot_file)
+    write_json(out, merged)
+    return merged
 
 
 if __name__ == "__main__":

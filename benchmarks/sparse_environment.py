@@ -59,9 +59,12 @@ from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer  # n
 
 SECRET_RANGE = 9
 GUESSES_PER_GAME = 2
-METHODS = ("grpo", "dapo", "dapo-adaptive", "dapo-adaptive-pilot")
+METHODS = ("grpo", "dapo", "dapo-adaptive", "dapo-adaptive-pilot", "dapo-adaptive-pilot-minibatches", "grpo-minibatches")
 # The adaptive arms' pilot sizes: without the pilot, and with the mode's default pilot of 2 of the 4 completions.
-PILOT_SIZES = {"dapo-adaptive": 0, "dapo-adaptive-pilot": 2}
+PILOT_SIZES = {"dapo-adaptive": 0, "dapo-adaptive-pilot": 2, "dapo-adaptive-pilot-minibatches": 2}
+# Arms whose rollout of 4 x `games_per_step` games feeds 4 optimiser steps, as the recipes and DAPO's paper split it.
+# (`grpo-minibatches`: TRL's GRPO with the same split.)
+MINIBATCHES = {"dapo-adaptive-pilot-minibatches": 4}  # and groups carried up to 4 steps, as the arithmetic arms
 
 
 # ------------------------------------------------------------------------------------------------------ the game
@@ -272,8 +275,9 @@ class BudgetAndEvaluation(TrainerCallback):
 
 
 def trainer_setup(method: str, settings: dict):
-    if method == "grpo":
-        return type("CountingGRPOTrainer", (CountRollouts, GRPOTrainer), {}), GRPOConfig(**settings)
+    if method in ("grpo", "grpo-minibatches"):
+        minibatches = {"steps_per_generation": 4} if method == "grpo-minibatches" else {}
+        return type("CountingGRPOTrainer", (CountRollouts, GRPOTrainer), {}), GRPOConfig(**settings, **minibatches)
     if method == "dapo":
         config = DAPOConfig(**settings, soft_overlong_punishment=False)
         return type("CountingDAPOTrainer", (CountRollouts, DAPOTrainer), {}), config
@@ -283,6 +287,8 @@ def trainer_setup(method: str, settings: dict):
             soft_overlong_punishment=False,
             dynamic_sampling_mode="adaptive",
             dynamic_sampling_pilot_size=PILOT_SIZES[method],
+            **({"steps_per_generation": MINIBATCHES[method], "dynamic_sampling_carry_max_staleness": MINIBATCHES[method]}
+               if method in MINIBATCHES else {}),
         )
         return type("CountingDAPOTrainer", (CountRollouts, DAPOTrainer), {}), config
     raise ValueError(f"Unknown method {method!r}; use one of {', '.join(METHODS)}.")
