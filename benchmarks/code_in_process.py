@@ -55,11 +55,11 @@ def per_program_ms(reward: CodeReward, test: str, program: str, batch: int) -> t
     return (time.perf_counter() - started) / batch * 1000, sum(score == 1.0 for score in scores)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=16, help="programs per row (a quarter of it for the generator)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     reward = CodeReward(timeout=30, memory_mb=1024, num_workers=1)
     results = []
     for name, (test, program) in ROWS.items():

@@ -95,6 +95,32 @@ def test_sample_efficiency_quick_writes_curves_and_plot(tmp_path, tiny_model_dir
         assert tokens == sorted(tokens) and tokens[-1] > 0
 
 
+def test_sample_efficiency_merges_arms_run_apart(tmp_path, tiny_model_dir):
+    import sample_efficiency
+
+    for method in ("grpo", "dapo-minibatches"):
+        sample_efficiency.main(["--quick", "--model-path", tiny_model_dir, "--methods", method,
+                                "--out", str(tmp_path / f"{method}.json")])
+    merged = tmp_path / "merged.json"
+    sample_efficiency.main(["--merge", str(tmp_path / "grpo.json"), str(tmp_path / "dapo-minibatches.json"),
+                            "--out", str(merged)])
+    result = read(merged)
+    assert [run["method"] for run in result["runs"]] == ["grpo", "dapo-minibatches"]
+    assert [row["method"] for row in result["summary"]] == ["grpo", "dapo-minibatches"]
+    assert result["settings"]["merged_from"] == ["grpo.json", "dapo-minibatches.json"]
+    assert merged.with_suffix(".png").stat().st_size > 0
+
+
+def test_code_in_process_judges_every_row_right(tmp_path):
+    import code_in_process
+
+    out = tmp_path / "in_process.json"
+    code_in_process.main(["--batch", "1", "--out", str(out)])
+    results = read(out)["results"]
+    assert [row["row"] for row in results] == list(code_in_process.ROWS)
+    assert all(row["scored_1"] == row["programs"] == 1 for row in results)
+
+
 def test_gpu_variant_dry_run_on_cpu(tmp_path):
     """The GPU script's own step (the supervised warm start) and its hand-off to the sample-efficiency benchmark,
     with a tiny model on CPU; the overhead and memory parts only forward arguments to the scripts tested above."""
