@@ -62,8 +62,9 @@ GUESSES_PER_GAME = 2
 METHODS = ("grpo", "dapo", "dapo-adaptive", "dapo-adaptive-pilot", "dapo-adaptive-pilot-minibatches", "grpo-minibatches")
 # The adaptive arms' pilot sizes: without the pilot, and with the mode's default pilot of 2 of the 4 completions.
 PILOT_SIZES = {"dapo-adaptive": 0, "dapo-adaptive-pilot": 2, "dapo-adaptive-pilot-minibatches": 2}
-# Arms whose rollout of 4 x `games_per_step` games feeds 4 optimiser steps, as the recipes and DAPO's paper split it.
-# (`grpo-minibatches`: TRL's GRPO with the same split.)
+# Arms whose rollout (`games_per_step` games of 4 completions, as every arm's) is split into 4 optimiser steps of a
+# quarter of it each, as the recipes and DAPO's paper split theirs: the pool of 8 games is one rollout, so the
+# steps get smaller rather than the rollout larger. (`grpo-minibatches`: TRL's GRPO with the same split.)
 MINIBATCHES = {"dapo-adaptive-pilot-minibatches": 4}  # and groups carried up to 4 steps, as the arithmetic arms
 
 
@@ -276,7 +277,7 @@ class BudgetAndEvaluation(TrainerCallback):
 
 def trainer_setup(method: str, settings: dict):
     if method in ("grpo", "grpo-minibatches"):
-        minibatches = {"steps_per_generation": 4} if method == "grpo-minibatches" else {}
+        minibatches = {"steps_per_generation": 4} if method == "grpo-minibatches" else {}  # steps a quarter (`run`)
         return type("CountingGRPOTrainer", (CountRollouts, GRPOTrainer), {}), GRPOConfig(**settings, **minibatches)
     if method == "dapo":
         config = DAPOConfig(**settings, soft_overlong_punishment=False)
@@ -308,6 +309,8 @@ def run(method: str, seed: int, args, model_path: str, output_dir: Path) -> dict
         temperature=1.0,
         seed=seed,
     )
+    if method in MINIBATCHES or method == "grpo-minibatches":
+        settings["per_device_train_batch_size"] //= 4
     trainer_class, config = trainer_setup(method, settings)
     trainer = trainer_class(
         model=model_path,
