@@ -123,7 +123,10 @@ def test_frameless_callables_the_program_leaves_are_framed_outside_its_calls():
         enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
         scope = {"functools": functools, "weakref": weakref, "seen": seen}
         exec(
+            "class Sly:\n"  # asked its class, it would run code of the program's inside the judge's bookkeeping
+            "    @property\n    def __class__(self):\n        seen.append('asked')\n        return functools.partial\n"
             "class Later:\n"
+            "    sly = Sly()\n"
             "    __del__ = functools.partial(seen.append, 'finalized')\n"
             "    note = staticmethod(functools.partial(seen.append, 'static'))\n"
             "    size = property(functools.partial(len))\n"

@@ -98,11 +98,12 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
 # so it is wrapped in a function compiled under a name of its own, which the profile function guards as the
 # program's code.
 _FRAMING_SOURCE = "def framed(inner):\n    def call(*args, **kwargs):\n        return inner(*args, **kwargs)\n    return call\n"
-# Read through the types' own descriptors: a subclass cannot show another function than the one it calls.
+# Read through the types' own descriptors (a subclass cannot show another function than the one it calls), and with
+# `issubclass` on `type(value)`, never `isinstance`, which reads a `__class__` the program may have made a property.
 _FRAMING_KINDS = (functools.partial, functools.partial.__dict__["func"].__get__, types.MethodType,
                   types.MethodType.__dict__["__func__"].__get__, staticmethod, staticmethod.__dict__["__func__"].__get__,
                   classmethod, classmethod.__dict__["__func__"].__get__, property, operator.methodcaller,
-                  types.FunctionType, isinstance, type)
+                  types.FunctionType, issubclass, type)
 
 
 def _framing():
@@ -116,10 +117,10 @@ def _calls_frameless(callee, kinds):
     """Whether calling `callee` runs code without a frame with arguments the program may have chosen: a
     `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function."""
     partial_type, partial_func, method_type, method_func, static, static_func, _, _, _, caller_type, \
-        function_type, is_instance, type_ = kinds
+        function_type, is_subclass, type_ = kinds
     bound = False
     for _ in range(64):  # a partial of a bound method of a partial ...
-        if is_instance(callee, partial_type):
+        if is_subclass(type_(callee), partial_type):
             callee, bound = partial_func(callee), True
         elif type_(callee) is method_type:
             callee, bound = method_func(callee), True
@@ -164,16 +165,19 @@ def _framed_attribute(state, value):
 def _frame_finalizers(state, since):
     """Frames the callbacks of `weakref.finalize` registered after the `since`-th (all made while the program's
     code ran, or by its code run outside its calls) that are no function: the finalizer binds their arguments.
-    Returns the latest's number."""
-    registry, framed, kinds, list_, values, max_ = state
-    _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_instance, type_ = kinds
+    Returns the latest's number. Entries are read through `_Info`'s own slots (an entry of another type, which
+    only the program could have put there, is left alone: `finalize` would fail on it)."""
+    registry, framed, kinds, list_, values, max_, info_type, index_of, func_of, set_func = state
+    _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_subclass, type_ = kinds
     latest = since
     for info in list_(values(registry)):
-        latest = max_(latest, info.index)
-        func = info.func
+        if type_(info) is not info_type:
+            continue
+        index, func = index_of(info), func_of(info)
+        latest = max_(latest, index)
         python = type_(func) is function_type or type_(func) is method_type and type_(method_func(func)) is function_type
-        if info.index > since and not python and not is_instance(func, type_):
-            info.func = framed(func)
+        if index > since and not python and not is_subclass(type_(func), type_):
+            set_func(info, framed(func))
     return latest
 
 
@@ -232,11 +236,14 @@ def answer_traps(error_type, roots):
     trap = types.MethodType(_spring, (flag.send, error_type))
     framing = _framing()
     registry = weakref.finalize._registry  # noqa: SLF001  (bound now: the program may replace the attribute)
+    info_type = weakref.finalize._Info  # noqa: SLF001
     bound = (class_ids, ANSWERING, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
              types.MappingProxyType.items, _is_library_function,
              types.MethodType(_framed_attribute, (framing, _FRAMING_KINDS)),
-             types.MethodType(_frame_finalizers, (registry, framing, _FRAMING_KINDS, list, dict.values, max)))
+             types.MethodType(_frame_finalizers, (registry, framing, _FRAMING_KINDS, list, dict.values, max, info_type,
+                                                  info_type.__dict__["index"].__get__, info_type.__dict__["func"].__get__,
+                                                  info_type.__dict__["func"].__set__)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     keeper = _keeper((*class_ids(), finalizers), trap, roots, bound)
     keeper.send(None)
