@@ -97,7 +97,9 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
 # arguments are bound too), or handed to the test to call. The profile function (`watcher`) never sees it start,
 # so it is wrapped in a function compiled under a name of its own, which the profile function guards as the
 # program's code.
-_FRAMING_SOURCE = "def framed(inner):\n    def call(*args, **kwargs):\n        return inner(*args, **kwargs)\n    return call\n"
+_FRAMING_SOURCE = (
+    "def framed(inner):\n    def call(*args, **kwargs):\n        return inner(*args, **kwargs)\n    return call\n"
+)
 # Read through the types' own descriptors (a subclass cannot show another function than the one it calls), and with
 # `issubclass` on `type(value)`, never `isinstance`, which reads a `__class__` the program may have made a property.
 _FRAMING_KINDS = (functools.partial, functools.partial.__dict__["func"].__get__, types.MethodType,
