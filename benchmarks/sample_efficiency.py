@@ -16,6 +16,9 @@ method; the methods differ only in what their configs add:
 - **grpo**: `GRPOConfig` with TRL's defaults (symmetric clip 0.2, TRL's default loss, no filtering, no shaping);
 - **gspo**: `GSPOConfig` defaults: sequence-level ratio with the paper's clip range 3e-4 / 4e-4, each rollout of
   4 x 64 completions split into 4 optimiser steps.
+- **grpo-minibatches**, **dapo-minibatches**, **dapo-adaptive-pilot-minibatches**: the same as `grpo`, `dapo` and
+  `dapo-adaptive-pilot` with each rollout of 4 x 64 completions split into 4 optimiser steps, as the GSPO arms and
+  the recipes (`steps_per_generation: 4`) split theirs.
 
 Held-out pass@1 (8 samples per prompt at temperature 1.0 on the 200 test problems, never trained on) is measured
 before training and every `--eval-steps` steps. The target is the starting pass@1 plus `--target-gain` (0.05, about
@@ -29,6 +32,7 @@ steps and against tokens. The JSON is rewritten after every run, so an interrupt
     python benchmarks/sample_efficiency.py --quick --model-path <model dir>                 # smoke: 1 seed, 2 steps
     python benchmarks/sample_efficiency.py --task code --steps 100 --methods grpo dapo dapo-adaptive-pilot \
         --out benchmarks/results/sample_efficiency_code.json   # the built-in code task, judged in the sandbox
+    python benchmarks/sample_efficiency.py --merge a.json b.json --out merged.json   # arms run as separate processes
 """
 
 from __future__ import annotations
