@@ -24,6 +24,7 @@ from red_team_in_process import (
     CALLBACK_ROW,
     CALL_TEST_HELPER,
     CALL_TEST_METHOD_WITH_A_SPY,
+    CLASS_PROPERTY,
     CLASS_ATTRIBUTE_ROW,
     FINALIZER_REWRITES,
     FINALIZER_ROW,
@@ -405,6 +406,9 @@ ATTACKS: dict[str, Attack] = {
     ),
     "a finalizer rewrites math.isclose after the call": Attack(
         JUDGE, FINALIZER_REWRITES, FINALIZER_ROW, "import random\ndef task_func(x):\n    return 2 * x + 1\n"
+    ),
+    "a __class__ property the judge's bookkeeping would read replaces NumPy's check before the test": Attack(
+        JUDGE, CLASS_PROPERTY, FRAMELESS_ROW, FRAMELESS_RIGHT
     ),
     "a frameless finalizer (a partial of setattr) replaces NumPy's check after the call": Attack(
         JUDGE, FRAMELESS_FINALIZER, FRAMELESS_ROW, FRAMELESS_RIGHT

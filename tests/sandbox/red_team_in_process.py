@@ -129,6 +129,16 @@ RETURNED_PARTIAL = (
     "import functools\nimport numpy as np\n"
     "def task_func(x):\n    return functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
 )
+# Code of the program's run by the judge's own bookkeeping: `isinstance` reads `__class__`, which a program's value
+# may answer with a property; the judge sorting the program's names would run it, unguarded, after the library was
+# put back and before the test.
+CLASS_PROPERTY = (
+    "import numpy as np\n"
+    "class Sly:\n    @property\n    def __class__(self):\n"
+    "        np.testing.assert_array_equal = lambda *args, **kwargs: None\n        return Sly\n"
+    "kept = Sly()\n"
+    "def task_func(x):\n    return np.array([0])\n"
+)
 FORGED_LIBRARY_EQ = (
     "import random, unittest\n"
     "path = unittest.__file__\n"

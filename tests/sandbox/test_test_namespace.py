@@ -4,6 +4,7 @@ and a failed check of the test's is final (`instrumentation`). The end-to-end ca
 probing a callback)."""
 
 import ast
+import json
 import sys
 import types
 import unittest.mock
@@ -107,6 +108,27 @@ def test_a_mocks_own_methods_come_back_after_the_program_set_them():
     child_holder()
     with pytest.raises(AssertionError):
         child_holder.assert_not_called()
+
+
+def test_handing_runs_no_code_of_the_programs_and_still_finds_a_mock_with_a_spec():
+    """`hand` runs for the harness, where the audit hook does not look: a `__class__` property of a value the test
+    holds (the program's) must not run there. A mock made with `spec` shows its spec as `__class__`: still watched."""
+    _, hand, restore_mocks, _, _ = _keeper([False])
+    ran = []
+
+    class Sly:
+        @property
+        def __class__(self):
+            ran.append("asked")
+            return unittest.mock.NonCallableMock
+
+    specced = unittest.mock.MagicMock(spec=json.JSONEncoder)
+    hand((Sly(), [Sly()], specced))
+    specced.assert_called_once_with = lambda *args, **kwargs: None  # what a program puts in place
+    restore_mocks()
+    assert ran == []
+    with pytest.raises(AssertionError):
+        specced.assert_called_once_with(1)
 
 
 def test_nearest_code_decides_whose_call_it_is():

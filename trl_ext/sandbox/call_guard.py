@@ -28,8 +28,9 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
-    and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read)` of dicts' version tags (`test_process`), or None
-    where this interpreter keeps none; `harness_does` runs what the audit hook refuses the program (`watch`)."""
+    and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read)`
+    of dicts' version tags (`test_process`), or None where this interpreter keeps none; `harness_does` runs what
+    the audit hook refuses the program (`watch`)."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     if versions is None:  # every namespace copied and put back each time
         versions = (lambda dictionary: None, lambda view: object())
@@ -37,7 +38,7 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None):
             gc.get_referents)
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
-            type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, isinstance, type, getattr,
+            type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, issubclass, type, getattr,
             str.rpartition, type(type.__dict__).get, (AttributeError, TypeError), sys.path_importer_cache, id, map,
             tags, answers)
 
@@ -61,18 +62,20 @@ def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
     return copied
 
 
-def _classes_of(namespace, values, is_instance, type_, flags, heap):
-    return [value for value in values(namespace) if is_instance(value, type_) and flags(value) & heap]
+def _classes_of(namespace, values, is_subclass, type_, flags, heap):
+    """The classes `namespace` holds. `issubclass` on `type(value)`, never `isinstance`, which reads a `__class__`
+    that the program may have made a property: its code would run here, unguarded."""
+    return [value for value in values(namespace) if is_subclass(type_(value), type_) and flags(value) & heap]
 
 
 def _copies(bound):
     """`(namespaces, classes, packages, views, versions)`: a copy of every loaded module's namespace and of every
     class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags."""
-    (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_instance, type_,
+    (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_subclass, type_,
      getattr_, _, _, _, _, id_, _, tags, _) = bound
 
     def classes_in(namespace):
-        return _classes_of(namespace, values, is_instance, type_, flags, heap)
+        return _classes_of(namespace, values, is_subclass, type_, flags, heap)
 
     namespaces, classes, packages, seen = [], [], {}, {}
     for name, module in list_(items(modules)):

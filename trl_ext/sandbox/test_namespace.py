@@ -195,13 +195,15 @@ def _builtin(state, name):
         return _get(state, name)
 
 
-def _walk(item, push, method_type, function_type, mock_type, type_, is_instance, get_state, get):
-    """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked."""
+def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get):
+    """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked.
+    Nothing of the program's runs here (the walk runs for the harness, unaudited): a value's type is read with
+    `type()`, never `isinstance`, which reads a `__class__` the program may have made a property."""
     if type_(item) is method_type:
         item = item.__func__
     if type_(item) is function_type:
         return "hand", item.__code__
-    if mock_type is not None and is_instance(item, mock_type):
+    if mock_type is not None and is_subclass(type_(item), mock_type):
         state = get_state(item, "__dict__")
         for name in _MOCK_CONFIGURATION:
             push(get(state, name))
@@ -256,7 +258,7 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame):
             if id(item) in seen:
                 continue
             seen.add(id(item))
-            operation, argument = _walk(item, stack.append, method_type, function_type, mock_type, type, isinstance,
+            operation, argument = _walk(item, stack.append, method_type, function_type, mock_type, type, issubclass,
                                         object.__getattribute__, dict.get)
             if operation is not None:
                 send((operation, argument, None))

@@ -262,7 +262,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
                                answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
     view = module_type("solution")
     for name, item in namespace.items():
-        if isinstance(item, (types.FunctionType, types.MethodType)) and not name.startswith("__"):
+        # `type()`, not `isinstance`, which would run a `__class__` property of the program's here, unguarded
+        if type(item) in (types.FunctionType, types.MethodType) and not name.startswith("__"):
             view.__dict__[name] = call_guard.guarded(item, bound)
             if name not in genuine:
                 dict.__setitem__(test_globals, name, view.__dict__[name])
