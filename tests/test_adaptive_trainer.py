@@ -144,6 +144,13 @@ def test_gspo_trains_with_the_adaptive_mode(tmp_path, tiny_model_dir, level):
             {"dynamic_sampling_pilot_size": 2, "use_vllm": True, "vllm_mode": "server"},
             "dynamic_sampling_pilot_size=2 .* vllm_mode='colocate'",
         ),
+        ({"dynamic_sampling_extensions": -1}, "dynamic_sampling_extensions must be at least 0"),
+        ({"dynamic_sampling_extensions": 1}, "dynamic_sampling_extensions=1 .* dynamic_sampling_pilot_size > 0"),
+        (
+            {"dynamic_sampling_extensions": 1, "dynamic_sampling_pilot_size": 2,
+             "dynamic_sampling_history_baseline": False},
+            "dynamic_sampling_extensions=1 .* dynamic_sampling_history_baseline=True",
+        ),
     ],
 )
 @pytest.mark.parametrize("config_class", [DAPOConfig, GSPOConfig])
@@ -209,6 +216,47 @@ def test_the_pilot_trains_whole_groups_and_stops_prompts_that_stay_wrong(
     assert len(metric_history(trainer, "completions/mean_length")) == len(generated)
 
 
+def right_only_in_a_whole_group_call(prompts, completions, id, **kwargs):
+    """Ids 4k+1 are right once per call that generates a whole group of G for them (an extension: pilots and
+    commits run 2 at a time), on its first completion; every other completion is wrong."""
+    runs = [index == 0 or id[index - 1] != i for index, i in enumerate(id)]
+    starts = [index for index, first in enumerate(runs) if first] + [len(id)]
+    rewards = [0.0] * len(id)
+    for start, end in zip(starts, starts[1:]):
+        rewards[start] = float(id[start] % 4 == 1 and end - start == GROUP)
+    return rewards
+
+
+@pytest.mark.parametrize("config_class, trainer_class", [(DAPOConfig, DAPOTrainer), (GSPOConfig, GSPOTrainer)])
+def test_an_extended_group_trains_as_one_group_of_twice_g(tmp_path, tiny_model_dir, config_class, trainer_class):
+    """The all-wrong groups of prompts 4k+1 get G more completions, one of them right: each such prompt's 8
+    completions fill two slots of the batch, one after the other, with the leave-one-out advantages over the 8 (first
+    visit, no history): 1 for the success and -1/7 for each of the 7 failures (GSPO's rollout of 4 steps holds four
+    such prompts, DAPO's one)."""
+    config = adaptive_config(
+        tmp_path,
+        config_class,
+        max_steps=2,
+        dynamic_sampling_pilot_size=2,
+        dynamic_sampling_extensions=1,
+        dynamic_sampling_max_skip_probability=0.0,
+        **({"soft_overlong_punishment": False} if config_class is DAPOConfig else {}),
+    )
+    trainer = trainer_class(
+        tiny_model_dir, reward_funcs=right_only_in_a_whole_group_call, args=config,
+        train_dataset=make_prompt_dataset(16),
+    )  # fmt: skip
+    batches = record_batches(trainer)
+    trainer.train()
+    expected = torch.tensor([-1 / 7] * GROUP + [1.0] + [-1 / 7] * (GROUP - 1))
+    for batch in batches:
+        ids = batch_prompt_ids(trainer, batch)
+        for start in range(0, len(ids), 2 * GROUP):
+            assert len(set(ids[start : start + 2 * GROUP])) == 1 and ids[start] % 4 == 1  # one prompt's 8
+            assert torch.allclose(batch["advantages"][start : start + 2 * GROUP].cpu(), expected, atol=1e-5)
+    assert len(batches) >= 1 and sum(metric_history(trainer, "dynamic_sampling/prompts_extended")) >= 1
+
+
 def test_an_explicit_pilot_with_a_rollout_func_is_refused_and_a_default_one_turned_off(tmp_path, tiny_model_dir):
     def rollout_func(prompts, trainer):
         raise AssertionError("not called: the trainer is only built")
@@ -222,3 +270,7 @@ def test_an_explicit_pilot_with_a_rollout_func_is_refused_and_a_default_one_turn
     trainer = DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset,
                           rollout_func=rollout_func)  # fmt: skip
     assert trainer.sampler.pilot is None and trainer.args.dynamic_sampling_pilot_size == 0
+    config = adaptive_config(tmp_path, dynamic_sampling_pilot_size=None, dynamic_sampling_extensions=1)
+    with pytest.raises(ValueError, match="rollout_func.* dynamic_sampling_extensions=0"):
+        DAPOTrainer(tiny_model_dir, reward_funcs=varied_reward_for_odd_ids, args=config, train_dataset=dataset,
+                    rollout_func=rollout_func)  # fmt: skip

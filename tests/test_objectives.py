@@ -443,3 +443,56 @@ def test_gspo_metrics_leave_out_completions_without_tokens(trainers):
     assert metrics["gspo/seq_ratio/min"][-1] == pytest.approx(min(s), abs=1e-6)
     assert metrics["gspo/clip_ratio/low"][-1] == 0.0
     assert metrics["gspo/clip_ratio/high"][-1] == pytest.approx(1 / 3)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Variable group sizes: an extended group of the adaptive mode trains as one group of m·G completions
+# --------------------------------------------------------------------------------------------------------------
+def variable_group_advantages(rewards, groups, histories):
+    """A_i = R_i − (H_q + Σ_{j∈q, j≠i} R_j) / (C_q + |q| − 1) for each group q (a list of rows, of any size) with
+    history (H_q, C_q): the adaptive mode's baseline, written per group."""
+    advantages = torch.zeros(len(rewards))
+    for rows, (history_sum, history_count) in zip(groups, histories):
+        total = sum(rewards[row] for row in rows)
+        for row in rows:
+            advantages[row] = rewards[row] - (history_sum + total - rewards[row]) / (history_count + len(rows) - 1)
+    return advantages
+
+
+@pytest.mark.parametrize("name", ["dapo_trainer", "gspo"])
+def test_variable_group_sizes_objective_equals_its_formula(trainers, name):
+    """Slots of G = 2 as the batch lays them out: slots 0 and 1 are one prompt's group of 4 (a group and its
+    extension), slot 2 another prompt's group of 2. The advantages the sampler writes (`joint_histories`, then the
+    slot-wise baseline) equal the per-group formula, and the trainer's loss and gradient on them equal the
+    objective over groups of sizes 4 and 2: DAPO's 1/Σ_q Σ_{i∈q} |o_i| · Σ_q Σ_{i∈q} Σ_t min(r A, clip(r) A), GSPO's
+    mean over the completions of every group."""
+    from trl_ext.sampling.adaptive import history_baseline_advantages, joint_histories
+
+    rewards = [0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    groups, histories = [[0, 1, 2, 3], [4, 5]], [(0.5, 1.0), (2.0, 3.0)]
+    sums, counts = joint_histories(
+        torch.tensor(rewards), 2, torch.tensor([0.5, 0.5, 2.0]), torch.tensor([1.0, 1.0, 3.0]), joint=[[0, 1]]
+    )
+    sampled = history_baseline_advantages(torch.tensor(rewards), 2, sums, counts)
+    expected = variable_group_advantages(rewards, groups, histories)
+    torch.testing.assert_close(sampled, expected)
+    assert (expected[:4] != 0).all()  # the all-wrong first slot trains through its extension's success
+
+    trainer = trainers(name)
+    ratios = [[1.5, 1.25, 0.7], [0.6, 1.4], [1.05, 1.3, 0.5, 1.19], [0.75], [1.1, 0.95], [1.2, 0.8, 1.0]]
+    if name == "gspo":  # sequence ratios near 1, inside and outside GSPO's clip range
+        ratios = [[math.exp(shift)] * len(row) for shift, row in zip([2e-3, -1e-3, 1e-4, -2e-3, 5e-4, 3e-4], ratios)]
+    batch = make_batch(trainer.model, log_ratios_from(ratios), sampled.tolist())
+    loss, grads = trainer_loss_and_grads(trainer, batch)
+    logps = policy_logps(trainer.model, batch.inputs)
+    if name == "gspo":
+        s = reference_sequence_ratio(logps, batch.old_logps, batch.mask)
+        per_group = [clipped_surrogate(s[rows], expected[rows], 3e-4, 4e-4) for rows in groups]
+        objective = torch.cat(per_group).sum() / sum(len(rows) for rows in groups)
+    else:
+        terms = grpo_token_terms(logps, batch.old_logps, expected, 0.2, 0.28) * batch.mask
+        objective = sum(terms[rows].sum() for rows in groups) / sum(batch.mask[rows].sum() for rows in groups)
+    params = [p for p in trainer.model.parameters() if p.requires_grad]
+    expected_grads = torch.autograd.grad(-objective, params)
+    assert loss.item() == pytest.approx(-objective.item(), rel=1e-5, abs=1e-7)
+    assert_same_gradients(grads, expected_grads)

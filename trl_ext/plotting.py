@@ -60,8 +60,9 @@ PANELS = (
             r"dynamic_sampling/generation_budget_used",
             r"dynamic_sampling/prompts_skipped",
             r"dynamic_sampling/prompts_stopped",
+            r"dynamic_sampling/prompts_extended",
         ),
-        secondary_ylabel="budget used / prompts skipped, stopped",
+        secondary_ylabel="budget used / prompts skipped, stopped, extended",
     ),
 )
 

@@ -27,11 +27,10 @@ everything; decisions are identical on every process and after a resume.
 
 3. **While generating** (the pilot, `pilot.py`): with `pilot_size = n0`, a prompt is generated `n0` completions
    first and the other `G - n0` only when its pilot is mixed or the rest is worth its tokens; otherwise it stops
-   at `n0` (its pilot is recorded here all the same).
-
-Left out (not built): more than two increments per prompt (Reinforce-Ada, arXiv 2510.04996, samples until a
-prompt is informative), and giving prompts near p = 0 more than `G` completions (Knapsack RL): both need groups
-whose size varies within a batch, which TRL's advantage and batching code does not support.
+   at `n0` (its pilot is recorded here all the same). With `extensions = k`, a whole group that came out
+   all-equal gets up to `k` more groups of `G` when they are worth their tokens (`extension.py`), and the prompt's
+   `m G` completions are trained as one group of variable size: each extension is a slot of `G` rows of the batch,
+   and the baseline runs over the whole group (`joint_histories`).
 """
 
 from __future__ import annotations
@@ -59,6 +58,7 @@ class AdaptiveSettings:
     history_baseline: bool = True
     decay: float = 0.5  # weight of a prompt's earlier evidence at each new visit, in [0, 1)
     pilot_size: int = 0  # completions generated first for each prompt, the rest only if worth it (0: off; `pilot`)
+    extensions: int = 0  # more groups of G an all-equal group may get in its round (0: off; `extension`)
 
     def __post_init__(self):
         if not 0.0 <= self.max_skip_probability < 1.0:
@@ -67,6 +67,14 @@ class AdaptiveSettings:
             raise ValueError(f"decay must be in [0, 1), got {self.decay}.")
         if self.pilot_size < 0:
             raise ValueError(f"pilot_size must be at least 0 (0 turns the pilot off), got {self.pilot_size}.")
+        if self.extensions < 0:
+            raise ValueError(f"extensions must be at least 0 (0 turns them off), got {self.extensions}.")
+        if self.extensions and not (self.pilot_size and self.history_baseline):
+            raise ValueError(
+                "extensions are decided by the pilot's value per completion and trained through the history "
+                f"baseline: they need pilot_size > 0 and history_baseline=True (got pilot_size={self.pilot_size}, "
+                f"history_baseline={self.history_baseline})."
+            )
 
 
 def informative_probability(successes: float, failures: float, group_size: int) -> float:
@@ -112,6 +120,34 @@ def history_baseline_advantages(
     baseline = (history_sum.to(torch.float64).unsqueeze(1) + others_sum) / denominator.clamp(min=1e-12)
     advantages = torch.where(judged & (denominator > 0), values - baseline, 0.0)
     return advantages.view(-1).to(rewards.dtype)
+
+
+def joint_histories(
+    rewards: torch.Tensor,
+    group_size: int,
+    history_sum: torch.Tensor,
+    history_count: torch.Tensor,
+    joint: Sequence[Sequence[int]],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per slot of `G` rows, the history that makes `history_baseline_advantages` take each joint group's baseline
+    over all its slots: slot `s` of a joint group `J` gets its prompt's history plus the judged rewards of `J`'s
+    other slots. So `R_i - b_i`, with `b_i` the mean over the prompt's history and the other `|J| G - 1`
+    completions, is computed slot by slot, and TRL's batching keeps seeing groups of `G`.
+
+    Args:
+        rewards: `(num_slots * group_size,)` rewards, NaN where unjudged.
+        history_sum, history_count: `(num_slots,)` the prompt's history per slot (the same for a joint group's slots).
+        joint: lists of slot indices trained as one group (a slot in none is a group of its own).
+    """
+    grouped = rewards.view(-1, group_size).to(torch.float64)
+    judged = ~torch.isnan(grouped)
+    slot_sum, slot_count = torch.where(judged, grouped, 0.0).sum(dim=1), judged.sum(dim=1).to(torch.float64)
+    history_sum, history_count = history_sum.to(torch.float64).clone(), history_count.to(torch.float64).clone()
+    for slots in joint:
+        slots = torch.as_tensor(list(slots), dtype=torch.long)
+        history_sum[slots] += slot_sum[slots].sum() - slot_sum[slots]
+        history_count[slots] += slot_count[slots].sum() - slot_count[slots]
+    return history_sum, history_count
 
 
 def batch_history_advantages(batch, settings) -> torch.Tensor:
@@ -188,6 +224,28 @@ class PassRateBeliefs:
                 old[2] + sum(scored),
                 old[3] + len(scored),
             ]
+
+    def record_round(
+        self,
+        prompt_indices: Sequence[int],
+        filter_rewards: torch.Tensor,
+        rewards: torch.Tensor,
+        joint: Sequence[Sequence[int]] = (),
+    ) -> None:
+        """Record a round's slots of `G` completions (as `record`), each joint group's slots as one visit."""
+        size = self.group_size
+        in_joint = {slot for slots in joint for slot in slots}
+
+        def rows(slots):
+            return torch.cat([torch.arange(slot * size, (slot + 1) * size) for slot in slots])
+
+        singles = [slot for slot in range(len(prompt_indices)) if slot not in in_joint]
+        if singles:
+            chosen = rows(singles)
+            self.record([prompt_indices[slot] for slot in singles], filter_rewards[chosen], rewards[chosen])
+        for slots in joint:
+            chosen = rows(slots)
+            self.record([prompt_indices[slots[0]]], filter_rewards[chosen], rewards[chosen], size=len(slots) * size)
 
     def history(self, prompt_indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """`(num_groups,)` discounted reward sums and counts of the prompts, before this round's groups."""

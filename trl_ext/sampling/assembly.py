@@ -10,7 +10,7 @@ selecting or concatenating rows treats every column alike, so a kept row's field
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -125,6 +125,18 @@ def rollout_rows(
     for name, values in extra_logs.items():
         columns[LOG_COLUMN + name] = values
     return Rows(columns)
+
+
+@dataclass
+class GeneratedRound:
+    """A round as generated, before the filter: slots of `G` rows, each process's laid out one after the other."""
+
+    rows: Rows  # this process's slots
+    rewards_per_func: torch.Tensor  # (every process's slots * G, F), in process order
+    indices: list[list[int]]  # per process, the prompt index of each of its slots
+    stopped_rows: Rows | None = None  # this process's stopped pilots, padded to G rows each (fillers)
+    stopped: list[int] | None = None  # per process, prompts drawn but stopped after their pilot
+    joint: list[list[int]] = field(default_factory=list)  # slots (over every process) trained as one group
 
 
 @dataclass

@@ -126,6 +126,11 @@ class Yield:
         self.mixed = self.mixed * ROUND_DECAY + mixed_groups
         self.completions = self.completions * ROUND_DECAY + completions
 
+    def add(self, mixed_groups: int, completions: int) -> None:
+        """More of the current round (an extension call): counted without a new discount."""
+        self.mixed += mixed_groups
+        self.completions += completions
+
     def per_completion(self) -> float:
         return self.mixed / self.completions if self.completions else 0.0
 

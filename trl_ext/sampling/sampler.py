@@ -28,8 +28,18 @@ from .adaptive import (
     AdaptiveSettings,
     PassRateBeliefs,
     informative_against_history,
+    joint_histories,
 )
-from .assembly import Round, Rows, assemble, carried_payload, carried_round, completion_lengths, group_rows
+from .assembly import (
+    GeneratedRound,
+    Round,
+    Rows,
+    assemble,
+    carried_payload,
+    carried_round,
+    completion_lengths,
+    group_rows,
+)
 from .backoff import BackoffController, SamplingMode
 from .carry import CarriedGroup, CarryBuffer, first_round_plans, surplus_informative_groups
 from .dynamic_sampling import (
@@ -40,7 +50,9 @@ from .dynamic_sampling import (
     prompts_for_processes,
     spare_groups_to_fill,
 )
+from .extension import extend_round
 from .pilot import PilotAndCommit
+from .processes import Processes, local_processes  # noqa: F401 (local_processes: re-exported)
 from .prompt_history import PromptHistory, group_outcomes
 from .refill import RefillSampler, StreamRefillSampler, draw_unskipped, prompt_index, prompt_key
 
@@ -50,16 +62,6 @@ logger = logging.getLogger(__name__)
 STREAM_SKIP_PATIENCE = 10_000
 # Generation batches in a row in which every group was informative before the sampler says the filter cannot filter.
 ALWAYS_INFORMATIVE_BATCHES = 20
-
-
-class Processes(Protocol):
-    """The processes of a data-parallel run, as the sampler needs them."""
-
-    num_processes: int
-    process_index: int
-
-    def gather(self, value: Any) -> list[Any]:
-        """Every process's `value`, in process order (a collective: every process calls it)."""
 
 
 class RoundSource(Protocol):
@@ -118,6 +120,7 @@ class BatchReport:
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
     prompts_stopped: int = 0  # prompts stopped after their pilot, over all processes
+    prompts_extended: int = 0  # groups given G more completions (extensions), over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
     batch_rows: int = 0  # rows of one plain generation batch, over all processes (what GRPO would generate)
     sampler_seconds: float = 0.0  # the sampler's own time: its wall time less the source's generation and scoring
@@ -309,13 +312,11 @@ class DynamicSampler:
             report.prompts_skipped += skipped_refills
             round_inputs = [inputs[row] for row in own_rows] + self._refill_inputs(refills[rank])
             drawn = [own + fresh for own, fresh in zip(kept_batch, refills, strict=True)]
-            round_rows, rewards_per_func, generated, stopped_rows = self._generate(
-                source, round_inputs, drawn, held_environments, report
-            )
-            round_indices = [index for indices in generated for index in indices]
-            first_group = sum(len(indices) for indices in generated[:rank])
-            stopped = [len(all_drawn) - len(kept_ones) for all_drawn, kept_ones in zip(drawn, generated, strict=True)]
-            informative = self._judge_round(round_rows, rewards_per_func, round_indices, first_group, report, stopped)
+            generated = self._generate(source, round_inputs, drawn, held_environments, report)
+            round_rows, stopped_rows = generated.rows, generated.stopped_rows
+            round_indices = [index for indices in generated.indices for index in indices]
+            first_group = sum(len(indices) for indices in generated.indices[:rank])
+            informative = self._judge_round(generated, round_indices, first_group, report)
 
             deficit = groups_needed - int(available[rank]) - int(kept_per_process[rank])  # what carried ones leave
             kept = groups_to_keep(informative[rank], deficit)
@@ -397,72 +398,72 @@ class DynamicSampler:
 
     def _generate(
         self, source: RoundSource, inputs: list[dict[str, Any]], drawn: list[list[int]], held_environments: list, report
-    ) -> tuple[Rows, torch.Tensor, list[list[int]], Rows | None]:
-        """A round's rows (this process's), rewards (every process's), generated prompts per process (with the pilot,
-        the committed ones: the stopped ones are recorded here) and stopped pilots padded to groups (or None)."""
+    ) -> GeneratedRound:
+        """A round's rows (this process's), rewards (every process's) and prompts per process; with the pilot, the
+        committed prompts' groups (the stopped ones are recorded here), then their extensions."""
         if self.pilot is None:
             rows, rewards_per_func = source.generate_and_score(inputs, held_environments)
             report.rows_per_round.append(len(inputs) * self.processes.num_processes)
-            return rows, rewards_per_func, drawn, None
-        settings = self.settings
+            return GeneratedRound(rows, rewards_per_func, drawn)
+        settings, rank = self.settings, self.processes.process_index
 
-        def against_history(indices, rewards_per_func):  # pilots informative against their prompt's history already
+        def outcomes(rewards_per_func):
+            return filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used).cpu()
+
+        def against_history(indices, rewards_per_func):  # groups informative against their prompt's history already
             totals = settings.advantage_rewards(rewards_per_func).cpu()
-            return informative_against_history(totals, self.pilot.pilot_size, *self.beliefs.history(indices)).tolist()
+            size = len(totals) // len(indices)
+            return informative_against_history(totals, size, *self.beliefs.history(indices)).tolist()
 
         generated, stopped_pilots = self.pilot.run(
-            source,
-            inputs,
-            drawn,
-            self.processes.process_index,
-            held_environments,
-            evidence=self.beliefs.visit_evidence,
-            outcomes=lambda rewards: filter_rewards(rewards, settings.filter_weights, settings.filter_used).cpu(),
-            against_history=against_history if settings.adaptive.history_baseline else None,
-        )
+            source, inputs, drawn, rank, held_environments, self.beliefs.visit_evidence, outcomes,
+            against_history if settings.adaptive.history_baseline else None,
+        )  # fmt: skip
         for indices, rewards_per_func in stopped_pilots:
-            outcomes = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used).cpu()
             totals = settings.advantage_rewards(rewards_per_func).cpu()
-            self.beliefs.record(indices, outcomes, totals, size=self.pilot.pilot_size)
+            self.beliefs.record(indices, outcomes(rewards_per_func), totals, size=self.pilot.pilot_size)
             report.prompts_stopped += len(indices)
         report.rows_per_round += generated.rows_per_call
         report.generated_tokens += generated.stopped_tokens
         report.uninformative_tokens += generated.stopped_tokens
         committed = [[indices[j] for j in chosen] for indices, chosen in zip(drawn, generated.committed, strict=True)]
-        return generated.rows, generated.rewards_per_func, committed, generated.stopped_rows
+        stopped = [len(all_drawn) - len(chosen) for all_drawn, chosen in zip(drawn, committed, strict=True)]
+        round_ = GeneratedRound(generated.rows, generated.rewards_per_func, committed, generated.stopped_rows, stopped)
+        if not settings.adaptive.extensions:
+            return round_
+        round_, rows_per_call, extended = extend_round(
+            round_, self.pilot, settings.adaptive.extensions, source, rank, held_environments,
+            self.beliefs.visit_evidence, outcomes, lambda index, rewards: against_history([index], rewards)[0],
+        )  # fmt: skip
+        report.rows_per_round += rows_per_call
+        report.prompts_extended += extended
+        return round_
 
     def _judge_round(
-        self,
-        rows: Rows,
-        rewards_per_func: torch.Tensor,
-        prompt_indices: list[int],
-        first_group: int,
-        report,
-        stopped: list[int] | None = None,
+        self, generated: GeneratedRound, prompt_indices: list[int], first_group: int, report
     ) -> torch.Tensor:
-        """Which groups of a round are informative, `(num_processes, groups per process)`; records the round in the
+        """Which slots of a round are informative, `(num_processes, slots per process)`; records the round in the
         keep rates, the prompt history or beliefs and the report. In the adaptive mode each local row gets its prompt's
-        history from before this round (`HISTORY_COLUMN`), and a group is informative when its history-baseline
-        advantages are not all zero. `stopped`: per process, prompts of the round stopped after their pilot, which
-        the keep rates count as drawn and not kept."""
-        settings, group_size = self.settings, self.settings.group_size
-        rewards = filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used)
+        history from before this round (`HISTORY_COLUMN`; an extended group's slots also the rewards of its other
+        slots, `joint_histories`), and a slot is informative when its history-baseline advantages are not all zero.
+        Prompts stopped after their pilot count in the keep rates as drawn and not kept."""
+        settings, group_size, rows = self.settings, self.settings.group_size, generated.rows
+        rewards = filter_rewards(generated.rewards_per_func, settings.filter_weights, settings.filter_used)
         informative = informative_group_mask(rewards, group_size)
         if self.beliefs is not None:
-            totals = settings.advantage_rewards(rewards_per_func)
-            history_sum, history_count = self.beliefs.history(prompt_indices)
+            totals = settings.advantage_rewards(generated.rewards_per_func).cpu()
+            history = joint_histories(totals, group_size, *self.beliefs.history(prompt_indices), generated.joint)
             if settings.adaptive.history_baseline:
-                informative |= informative_against_history(totals.cpu(), group_size, history_sum, history_count)
-            local_groups = range(first_group, first_group + len(rows) // group_size)
+                informative |= informative_against_history(totals, group_size, *history).to(informative.device)
             rows.columns[HISTORY_COLUMN] = [
-                (float(history_sum[group]), float(history_count[group])) for group in local_groups
-                for _ in range(group_size)
+                (float(history[0][slot]), float(history[1][slot]))
+                for slot in range(first_group, first_group + len(rows) // group_size) for _ in range(group_size)
             ]  # fmt: skip
-            self.beliefs.record(prompt_indices, rewards.cpu(), totals.cpu())
+            self.beliefs.record_round(prompt_indices, rewards.cpu(), totals, generated.joint)
         elif self.prompt_history is not None:
             self.prompt_history.record(prompt_indices, group_outcomes(rewards.cpu(), group_size))
         informative = informative.view(self.processes.num_processes, -1).cpu()
-        stopped = stopped or [0] * self.processes.num_processes
+        stopped = generated.stopped or [0] * self.processes.num_processes
         for estimator, process_informative, process_stopped in zip(self.keep_rates, informative, stopped, strict=True):
             estimator.update(int(process_informative.sum()), process_informative.numel() + process_stopped)
         report.groups_sampled += informative.numel()
@@ -585,16 +586,3 @@ class _TimedSource:
             return call(*args)
         finally:
             self.seconds += time.perf_counter() - started
-
-
-def local_processes() -> Processes:
-    """A single process (no collectives): for simulations and tests of the sampler on its own."""
-    return _SingleProcess()
-
-
-class _SingleProcess:
-    num_processes = 1
-    process_index = 0
-
-    def gather(self, value: Any) -> list[Any]:
-        return [value]

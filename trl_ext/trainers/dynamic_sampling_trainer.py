@@ -55,14 +55,16 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
         turned off."""
         if self.rollout_func is None or not self.args.dynamic_sampling_pilot_size:
             return
-        if getattr(self.args, "_pilot_size_defaulted", False):
+        if getattr(self.args, "_pilot_size_defaulted", False) and not self.args.dynamic_sampling_extensions:
             logger.info("A rollout_func generates the rollouts: the adaptive mode's pilot is off.")
             self.args.dynamic_sampling_pilot_size = 0
             return
+        extensions = self.args.dynamic_sampling_extensions
+        extensions = " and dynamic_sampling_extensions=0 (they need the pilot)" if extensions else ""
         raise ValueError(
             f"dynamic_sampling_pilot_size={self.args.dynamic_sampling_pilot_size} generates each prompt in two calls "
             "of other sizes than num_generations, which a rollout_func may not expect (TRL's examples ask vLLM for "
-            "num_generations completions per prompt): set dynamic_sampling_pilot_size=0."
+            f"num_generations completions per prompt): set dynamic_sampling_pilot_size=0{extensions}."
         )
 
     def _sampler_settings(self) -> SamplerSettings:
@@ -87,6 +89,7 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
                     history_baseline=args.dynamic_sampling_history_baseline,
                     decay=args.dynamic_sampling_history_decay,
                     pilot_size=args.dynamic_sampling_pilot_size,
+                    extensions=args.dynamic_sampling_extensions,
                 )
                 if args.dynamic_sampling_mode == "adaptive"
                 else None
@@ -170,6 +173,7 @@ class DynamicSamplingTrainer(DynamicSamplingBridge):
             "backoff": report.backing_off,
             "prompts_skipped": report.prompts_skipped,
             "prompts_stopped": report.prompts_stopped,
+            "prompts_extended": report.prompts_extended,
             "carried_groups": carried_groups,
             "carried_staleness": staleness_sum / carried_groups if carried_groups else 0.0,
             "carry_dropped": carry_dropped,

@@ -110,6 +110,16 @@ _PARAMETER_DOCS = {
         prompt: `transformers`, or vLLM in `"colocate"` mode; with vLLM's `"server"` mode (which asks vLLM for
         `num_generations` completions per prompt) or a `rollout_func` the default is 0 and a pilot is refused.""",
     ),
+    "dynamic_sampling_extensions": (
+        "int",
+        """Adaptive mode with the pilot and the history baseline: how many more groups of `num_generations`
+        completions a prompt whose group came out all-right or all-wrong may get in the same round, when the chance
+        that they bring the missing outcome, counted over every slot of the group they would make informative, per
+        completion, is at least the recent yield of mixed groups per completion (metric
+        `dynamic_sampling/prompts_extended`). The prompt's completions then train as one group of variable size:
+        each extension is a slot of `num_generations` rows, and the baseline runs over the whole group. `0` (the
+        default) turns extensions off.""",
+    ),
     "dynamic_sampling_carry_max_staleness": (
         "int` or `None",
         """Surplus informative groups (beyond what the batch needs) are carried to the next generation batch instead
@@ -245,6 +255,13 @@ class DynamicSamplingArguments:
             "(0: off). None: 2 in 'adaptive' mode when num_generations >= 4, else 0."
         },
     )
+    dynamic_sampling_extensions: int = field(
+        default=0,
+        metadata={
+            "help": "Adaptive mode: more groups of num_generations an all-equal group may get in its round when worth "
+            "their tokens, trained with it as one group (0: off)."
+        },
+    )
     dynamic_sampling_carry_max_staleness: int | None = field(
         default=None,
         metadata={
@@ -311,6 +328,15 @@ class DynamicSamplingArguments:
             raise ValueError(
                 f"dynamic_sampling_pilot_size must be in [0, num_generations - 1] = [0, {self.num_generations - 1}] "
                 f"(0 turns the pilot off), got {pilot}."
+            )
+        extensions = self.dynamic_sampling_extensions
+        if extensions < 0:
+            raise ValueError(f"dynamic_sampling_extensions must be at least 0 (0 turns them off), got {extensions}.")
+        if extensions and not (pilot and self.dynamic_sampling_history_baseline):
+            raise ValueError(
+                f"dynamic_sampling_extensions={extensions} is decided by the adaptive mode's pilot and trained through "
+                "its history baseline: set dynamic_sampling_mode='adaptive' with dynamic_sampling_pilot_size > 0 and "
+                "dynamic_sampling_history_baseline=True, or dynamic_sampling_extensions=0."
             )
         if pilot and self.use_vllm and self.vllm_mode == "server":
             raise ValueError(
