@@ -133,6 +133,8 @@ ARMS = [
     Arm("adaptive", AdaptiveSettings()),
     Arm("adaptive-baseline-pilot", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0, pilot_size=2)),
     Arm("adaptive-pilot", AdaptiveSettings(pilot_size=2)),
+    Arm("adaptive-pilot-extend", AdaptiveSettings(pilot_size=2, extensions=1)),
+    Arm("adaptive-pilot-extend-2", AdaptiveSettings(pilot_size=2, extensions=2)),
     Arm("oracle", AdaptiveSettings(history_baseline=True, max_skip_probability=0.0), oracle=True),
 ]
 ARM_NAMES = [arm.name for arm in ARMS]
@@ -262,33 +264,50 @@ class HistoryMirror:
     groups the history baseline makes informative."""
 
     def __init__(self, decay: float):
-        self.decay, self.history = decay, {}
+        self.decay, self.history, self.last = decay, {}, {}
 
     def informative(self, prompts: list[int], rewards: np.ndarray, use_history: bool) -> np.ndarray:
-        """Judge a round's groups against the history from before the round, then record the round."""
-        group_size = rewards.shape[1]
+        """Judge a round's groups against the history from before the round, then record the round (and keep
+        each group with that history, in case an extension follows)."""
         mixed = rewards.max(axis=1) != rewards.min(axis=1)
-        if not use_history:
-            judged = mixed
-        else:
-            history = np.array([self.history.get(prompt, (0.0, 0.0)) for prompt in prompts]).reshape(-1, 2)
-            others = rewards.sum(axis=1, keepdims=True) - rewards
-            denominator = history[:, 1:2] + group_size - 1
-            advantages = rewards - (history[:, 0:1] + others) / denominator
-            judged = (np.abs(advantages) > ATOL).any(axis=1)
+        before = [self.history.get(prompt, (0.0, 0.0)) for prompt in prompts]
+        judged = mixed if not use_history else self.against_history(rewards, before)
+        self.last = {prompt: (history, group) for prompt, history, group in zip(prompts, before, rewards)}
         for prompt, group in zip(prompts, rewards):
             self.record(prompt, group)
         return judged
+
+    @staticmethod
+    def against_history(rewards: np.ndarray, before: list) -> np.ndarray:
+        """Whether each group (a row of any size) has a non-zero leave-one-out advantage against its history."""
+        history = np.array(before, dtype=float).reshape(-1, 2)
+        others = rewards.sum(axis=1, keepdims=True) - rewards
+        advantages = rewards - (history[:, 0:1] + others) / (history[:, 1:2] + rewards.shape[1] - 1)
+        return (np.abs(advantages) > ATOL).any(axis=1)
+
+    def extension(self, prompts: list[int], rewards: list, group_size: int) -> int:
+        """An extension call: each prompt's group so far and its `G` more are one group, judged against the history
+        from before the round; when informative, every slot of `G` of it counts (none of them counted before: only
+        groups that would train on nothing are extended). The extension joins the prompt's visit of this round."""
+        informative = 0
+        for prompt, more in zip(prompts, rewards):
+            history, group = self.last[prompt]
+            group = np.concatenate([group, more])
+            informative += (len(group) // group_size) * int(self.against_history(group[None, :], [history])[0])
+            self.last[prompt] = (history, group)
+            total, count = self.history[prompt]
+            self.history[prompt] = (total + more.sum(), count + len(more))
+        return informative
 
     def record(self, prompt: int, rewards: np.ndarray) -> None:
         total, count = self.history.get(prompt, (0.0, 0.0))
         self.history[prompt] = (total * self.decay + rewards.sum(), count * self.decay + len(rewards))
 
-    def informative_in_calls(self, calls: list, group_size: int, use_history: bool) -> int:
+    def informative_in_calls(self, calls: list, group_size: int, use_history: bool, with_pilot: bool = False) -> int:
         """Informative groups of a step's generation calls, each `(prompts, rewards per prompt)`. A call of `G`
         completions per prompt is a round of whole groups; with the pilot, a call of pilots is followed by the commit
         of some of its prompts (a call whose prompts are all pilots still pending), and the pilots never committed
-        are recorded as visits of their own."""
+        are recorded as visits of their own; a call of `G` per prompt after a commit is an extension."""
         informative, pending = 0, []  # (prompt, pilot rewards), in order: a prompt may come twice in a round
 
         def stop_pending():
@@ -310,6 +329,8 @@ class HistoryMirror:
                 informative += int(self.informative(prompts, np.stack(groups), use_history).sum())
                 pending[:] = [entry for entry in pending if entry[0] is not None]
                 stop_pending()
+            elif len(rewards[0]) == group_size and not pending and with_pilot:
+                informative += self.extension(prompts, rewards, group_size)
             elif len(rewards[0]) == group_size and not pending:
                 informative += int(self.informative(prompts, np.stack(rewards), use_history).sum())
             else:  # pilots
@@ -364,8 +385,8 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
     order = prompt_order(seed, num_prompts, steps * groups)
     totals = dict.fromkeys(
         ["generated_tokens", "uninformative_tokens", "groups_generated", "informative_generated",
-         "informative_trained", "prompts_skipped", "prompts_stopped", "rounds", "exhausted_steps", "carried_groups",
-         "pg_signal"], 0
+         "informative_trained", "prompts_skipped", "prompts_stopped", "prompts_extended", "rounds", "exhausted_steps",
+         "carried_groups", "pg_signal"], 0
     )  # fmt: skip
     totals["pg_signal"] = 0.0
     for step in range(steps):
@@ -378,7 +399,8 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
         # Every generated token counted once; informative groups as the rewards say; B groups trained.
         assert report.generated_tokens == source.tokens - tokens_before, (arm.name, step)
         assert len(report.rows_per_round) == len(source.rounds) - rounds_before, (arm.name, step)
-        recomputed = mirror.informative_in_calls(source.rounds[rounds_before:], group_size, use_history)
+        pilot = bool(settings.adaptive and settings.adaptive.pilot_size)
+        recomputed = mirror.informative_in_calls(source.rounds[rounds_before:], group_size, use_history, pilot)
         assert report.informative_sampled == recomputed, (arm.name, step, report.informative_sampled, recomputed)
         assert len(batch.rows) == groups * group_size, (arm.name, step)
         kept_groups = batch.num_kept_rows // group_size
@@ -415,6 +437,7 @@ def _run_arm(arm: Arm, seed: int, config: dict, threshold: float | None) -> dict
         totals["informative_trained"] += kept_groups
         totals["prompts_skipped"] += report.prompts_skipped
         totals["prompts_stopped"] += report.prompts_stopped
+        totals["prompts_extended"] += report.prompts_extended
         totals["rounds"] += report.rounds_run
         totals["exhausted_steps"] += report.exhausted
         totals["carried_groups"] += report.carried_groups

@@ -59,13 +59,29 @@ from trl_ext.tiny import build_tiny_causal_lm, build_tool_calling_tokenizer  # n
 
 SECRET_RANGE = 9
 GUESSES_PER_GAME = 2
-METHODS = ("grpo", "dapo", "dapo-adaptive", "dapo-adaptive-pilot", "dapo-adaptive-pilot-minibatches", "grpo-minibatches")
+METHODS = (
+    "grpo",
+    "dapo",
+    "dapo-adaptive",
+    "dapo-adaptive-pilot",
+    "dapo-adaptive-pilot-minibatches",
+    "grpo-minibatches",
+    "dapo-adaptive-extend-minibatches",
+)
 # The adaptive arms' pilot sizes: without the pilot, and with the mode's default pilot of 2 of the 4 completions.
-PILOT_SIZES = {"dapo-adaptive": 0, "dapo-adaptive-pilot": 2, "dapo-adaptive-pilot-minibatches": 2}
+PILOT_SIZES = {
+    "dapo-adaptive": 0,
+    "dapo-adaptive-pilot": 2,
+    "dapo-adaptive-pilot-minibatches": 2,
+    "dapo-adaptive-extend-minibatches": 2,
+}
+# Arms whose all-equal groups may get one more group of 4 when worth it, trained with it as one group of 8.
+EXTENSIONS = {"dapo-adaptive-extend-minibatches": 1}
 # Arms whose rollout (`games_per_step` games of 4 completions, as every arm's) is split into 4 optimiser steps of a
 # quarter of it each, as the recipes and DAPO's paper split theirs: the pool of 8 games is one rollout, so the
 # steps get smaller rather than the rollout larger. (`grpo-minibatches`: TRL's GRPO with the same split.)
-MINIBATCHES = {"dapo-adaptive-pilot-minibatches": 4}  # and groups carried up to 4 steps, as the arithmetic arms
+# And groups carried up to 4 steps, as the arithmetic arms.
+MINIBATCHES = {"dapo-adaptive-pilot-minibatches": 4, "dapo-adaptive-extend-minibatches": 4}
 
 
 # ------------------------------------------------------------------------------------------------------ the game
@@ -288,6 +304,7 @@ def trainer_setup(method: str, settings: dict):
             soft_overlong_punishment=False,
             dynamic_sampling_mode="adaptive",
             dynamic_sampling_pilot_size=PILOT_SIZES[method],
+            dynamic_sampling_extensions=EXTENSIONS.get(method, 0),
             **({"steps_per_generation": MINIBATCHES[method], "dynamic_sampling_carry_max_staleness": MINIBATCHES[method]}
                if method in MINIBATCHES else {}),
         )
@@ -395,6 +412,7 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke mode: 1 seed, a few steps")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (see _common.set_cpu_threads)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     parser.add_argument("--games", type=int, default=8, help="distinct games (prompts), each with its own secret")
     parser.add_argument("--games-per-step", type=int, default=8, help="groups of 4 completions per step")
@@ -422,7 +440,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         model_path = save_blind_player(scratch / "model", args.games, args.warm_start_steps)
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for method in args.methods:
                 result = run(method, seed, args, model_path, scratch / f"{method}-{seed}")
                 payload["runs"].append(result)

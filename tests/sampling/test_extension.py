@@ -16,7 +16,7 @@ from trl_ext.sampling.adaptive import (
     history_baseline_advantages,
     joint_histories,
 )
-from trl_ext.sampling.extension import extension_decisions, extension_value
+from trl_ext.sampling.extension import extension_decisions, extension_value, informative_prompts
 
 from test_pilot import G, PassRates, inputs_for, pilot_sampler
 
@@ -50,6 +50,14 @@ def test_only_an_all_equal_group_has_an_extension_value_and_it_extends_when_wort
     assert 0 < hopeless < fresh < 1  # 4 more after 4 wrong: E[1 - (1-p)^4] under Beta(1, 5), and less after 40 more
     assert fresh == pytest.approx(1 - 5 / 9)
     assert extension_decisions([-1.0, fresh, hopeless], [1, 1, 1], G, 0.1) == [False, True, False]
+
+
+def test_the_keep_rates_count_an_extended_group_as_one_prompt():
+    """Two processes of 4 slots: process 0's slots 0-1 are one prompt's group (both informative), process 1's slots
+    5-7 another's (one informative): 3 informative prompts of 3 on process 0, 1 of 2 on process 1."""
+    informative = torch.tensor([[True, True, False, True], [False, True, False, False]])
+    assert informative_prompts(informative, joint=[[0, 1], [5, 6, 7]]) == [(2, 3), (1, 2)]
+    assert informative_prompts(informative, joint=[]) == [(3, 4), (1, 4)]
 
 
 def test_extensions_need_the_pilot_and_the_history_baseline():

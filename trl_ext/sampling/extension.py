@@ -67,6 +67,24 @@ def extension_decisions(
     ]
 
 
+def informative_prompts(informative: torch.Tensor, joint: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
+    """Per process, `(prompts with an informative slot, prompts)` of a round: an extended group's slots are one
+    prompt (what the keep rates count: one draw).
+
+    Args:
+        informative: `(num_processes, slots per process)` bool.
+        joint: slots (over every process) trained as one group.
+    """
+    per_process = informative.size(1)
+    counts = [[int(row.sum()), len(row)] for row in informative]
+    for group in joint:
+        process = group[0] // per_process
+        flags = informative.flatten()[torch.as_tensor(list(group))]
+        counts[process][0] -= int(flags.sum()) - int(flags.any())
+        counts[process][1] -= len(group) - 1
+    return [tuple(count) for count in counts]
+
+
 def extend_round(
     generated: GeneratedRound,
     pilot: PilotAndCommit,

@@ -50,7 +50,7 @@ from .dynamic_sampling import (
     prompts_for_processes,
     spare_groups_to_fill,
 )
-from .extension import extend_round
+from .extension import extend_round, informative_prompts
 from .pilot import PilotAndCommit
 from .processes import Processes, local_processes  # noqa: F401 (local_processes: re-exported)
 from .prompt_history import PromptHistory, group_outcomes
@@ -446,7 +446,8 @@ class DynamicSampler:
         keep rates, the prompt history or beliefs and the report. In the adaptive mode each local row gets its prompt's
         history from before this round (`HISTORY_COLUMN`; an extended group's slots also the rewards of its other
         slots, `joint_histories`), and a slot is informative when its history-baseline advantages are not all zero.
-        Prompts stopped after their pilot count in the keep rates as drawn and not kept."""
+        The keep rates count prompts: an extended group is one draw, and prompts stopped after their pilot count as
+        drawn and not kept."""
         settings, group_size, rows = self.settings, self.settings.group_size, generated.rows
         rewards = filter_rewards(generated.rewards_per_func, settings.filter_weights, settings.filter_used)
         informative = informative_group_mask(rewards, group_size)
@@ -464,8 +465,9 @@ class DynamicSampler:
             self.prompt_history.record(prompt_indices, group_outcomes(rewards.cpu(), group_size))
         informative = informative.view(self.processes.num_processes, -1).cpu()
         stopped = generated.stopped or [0] * self.processes.num_processes
-        for estimator, process_informative, process_stopped in zip(self.keep_rates, informative, stopped, strict=True):
-            estimator.update(int(process_informative.sum()), process_informative.numel() + process_stopped)
+        prompts = informative_prompts(informative, generated.joint)
+        for estimator, (kept, drawn), process_stopped in zip(self.keep_rates, prompts, stopped, strict=True):
+            estimator.update(kept, drawn + process_stopped)
         report.groups_sampled += informative.numel()
         report.informative_sampled += int(informative.sum())
         lengths = completion_lengths(rows.generation())
