@@ -185,3 +185,25 @@ def test_two_processes_take_identical_adaptive_decisions():
     assert reports[0] == reports[1]
     assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
     assert len(samplers[0].beliefs) > 0 and sum(skipped for _, skipped, _ in reports[0]) > 0
+
+
+def test_groups_the_history_baseline_trains_do_not_pass_for_a_filter_that_never_filters(monkeypatch, caplog):
+    """Every group is all wrong on prompts solved before: each is informative against its history, yet the filter
+    reward had zero variance, so the sampler does not say it "kept every prompt group" (its warning for a continuous
+    filter reward)."""
+    import logging
+
+    from trl_ext.sampling import sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "ALWAYS_INFORMATIVE_BATCHES", 2)
+    from test_pilot import G, PassRates, inputs_for, pilot_sampler
+
+    sampler, source = pilot_sampler(pilot_size=0), PassRates(lambda index: 0.0)
+    solved = list(range(32))
+    sampler.beliefs.record(solved, torch.ones(len(solved) * G), torch.ones(len(solved) * G))
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sampling.sampler"):
+        for step in range(3):
+            batch = sampler.next_batch(inputs_for(range(8 * step, 8 * step + 8)), source, policy_version=step,
+                                       draw_key=step)  # fmt: skip
+            assert batch.report.informative_sampled == batch.report.groups_sampled == 8
+    assert "kept every prompt group" not in caplog.text

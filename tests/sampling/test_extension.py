@@ -156,3 +156,4 @@ def test_extensions_take_the_same_decisions_after_a_resume_and_on_two_processes(
         thread.join()
     assert calls[0] == calls[1] and len(calls[0]) > 8
     assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
+

@@ -115,6 +115,7 @@ class BatchReport:
     trained_tokens: int = 0
     groups_sampled: int = 0  # over all processes
     informative_sampled: int = 0  # over all processes
+    equal_groups_sampled: int = 0  # groups (and stopped pilots) whose filter rewards were all equal, over all processes
     fresh_groups_kept: int = 0  # over all processes
     exhausted: bool = False
     backing_off: bool = False
@@ -384,7 +385,7 @@ class DynamicSampler:
         rows, num_kept_rows = assemble(rounds, fillers, group_size)
         lengths = zip(rows.columns["prompt_ids"][:num_kept_rows], completion_lengths(rows.generation())[:num_kept_rows])
         report.trained_tokens = sum(len(prompt_ids) + length for prompt_ids, length in lengths)
-        self._check_filter_filters(report.informative_sampled == report.groups_sampled)
+        self._check_filter_filters(report.equal_groups_sampled == 0)
         return SampledBatch(
             rows=rows,
             num_kept_rows=num_kept_rows,
@@ -451,6 +452,8 @@ class DynamicSampler:
         settings, group_size, rows = self.settings, self.settings.group_size, generated.rows
         rewards = filter_rewards(generated.rewards_per_func, settings.filter_weights, settings.filter_used)
         informative = informative_group_mask(rewards, group_size)
+        # Zero-variance groups and stopped pilots show that the filter filters (the history baseline may train them).
+        report.equal_groups_sampled += int((~informative).sum()) + sum(generated.stopped or [])
         if self.beliefs is not None:
             totals = settings.advantage_rewards(generated.rewards_per_func).cpu()
             history = joint_histories(totals, group_size, *self.beliefs.history(prompt_indices), generated.joint)
@@ -559,8 +562,9 @@ class DynamicSampler:
             logger.info(f"Dynamic sampling over-samples again at step {step}.")
         return backing_off
 
-    def _check_filter_filters(self, all_informative: bool):
-        self._always_informative_batches = self._always_informative_batches + 1 if all_informative else 0
+    def _check_filter_filters(self, never_equal: bool):
+        """Warn once the filter reward had no all-equal group for `ALWAYS_INFORMATIVE_BATCHES` batches in a row."""
+        self._always_informative_batches = self._always_informative_batches + 1 if never_equal else 0
         if self._always_informative_batches == ALWAYS_INFORMATIVE_BATCHES:
             logger.warning(
                 f"Dynamic sampling kept every prompt group for {ALWAYS_INFORMATIVE_BATCHES} generation batches in a "
