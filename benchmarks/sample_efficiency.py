@@ -18,7 +18,10 @@ method; the methods differ only in what their configs add:
   4 x 64 completions split into 4 optimiser steps.
 - **grpo-minibatches**, **dapo-minibatches**, **dapo-adaptive-pilot-minibatches**: the same as `grpo`, `dapo` and
   `dapo-adaptive-pilot` with each rollout of 4 x 64 completions split into 4 optimiser steps, as the GSPO arms and
-  the recipes (`steps_per_generation: 4`) split theirs.
+  the recipes (`steps_per_generation: 4`) split theirs;
+- **dapo-adaptive-extend**, **dapo-adaptive-extend-minibatches**: `dapo-adaptive-pilot` with one extension
+  (`dynamic_sampling_extensions=1`: an all-equal group may get 8 more completions when worth their tokens, trained
+  with it as one group of 16), without and with the mini-batches.
 
 Held-out pass@1 (8 samples per prompt at temperature 1.0 on the 200 test problems, never trained on) is measured
 before training and every `--eval-steps` steps. The target is the starting pass@1 plus `--target-gain` (0.05, about
@@ -108,11 +111,13 @@ DAPO_VARIANTS = {
         "dynamic_sampling_pilot_size": 2,
     },
 }  # fmt: skip
+# The defaults and one extension: an all-equal group may get 8 more completions, trained with it as one group.
+DAPO_VARIANTS["dapo-adaptive-extend"] = {**DAPO_VARIANTS["dapo-adaptive-pilot"], "dynamic_sampling_extensions": 1}
 # DAPO's paper splits each rollout into mini-batches (16 updates per rollout), as GSPO's does (4): the same two
 # arms with one rollout of 4 x 64 completions feeding 4 optimiser steps of 64, as the GSPO arms do.
 DAPO_VARIANTS.update({
     f"{name}-minibatches": {**DAPO_VARIANTS[name], "steps_per_generation": 4, "dynamic_sampling_carry_max_staleness": 4}
-    for name in ("dapo", "dapo-adaptive-pilot")
+    for name in ("dapo", "dapo-adaptive-pilot", "dapo-adaptive-extend")
 })
 GSPO_VARIANTS = {
     "gspo": {"dynamic_sampling": False},
@@ -353,6 +358,8 @@ def plot(runs: list[dict], methods: list[str], path: Path) -> None:
         "gspo-adaptive": "darkgreen",
         "dapo-adaptive-pilot": "darkred",
         "gspo-adaptive-pilot": "lime",
+        "dapo-adaptive-extend": "indigo",
+        "dapo-adaptive-extend-minibatches": "violet",
     }
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for method in methods:
