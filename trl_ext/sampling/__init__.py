@@ -1,8 +1,9 @@
 """Dynamic sampling, trainer-free: the sampler that runs the rounds (`DynamicSampler`), and the decisions it takes:
 which prompt groups to keep, how many prompts to request, where refill prompts come from, which surplus groups to
 carry over, which prompts to skip, and when to stop over-sampling; and the adaptive mode's pass-rate beliefs and
-history baseline (`adaptive`) and its pilot, which stops a decided prompt after its first completions (`pilot`).
-Nothing here imports TRL."""
+history baseline (`adaptive`), its pilot, which stops a decided prompt after its first completions (`pilot`), and its
+extensions, which give an all-equal group more completions and train them as one group (`extension`). The run's
+processes as the sampler sees them are in `processes`. Nothing here imports TRL."""
 
 from .adaptive import (
     AdaptiveSettings,
@@ -10,6 +11,7 @@ from .adaptive import (
     history_baseline_advantages,
     informative_against_history,
     informative_probability,
+    joint_histories,
 )
 from .backoff import BackoffController, SamplingMode
 from .carry import (
@@ -52,6 +54,7 @@ __all__ = [
     "history_baseline_advantages",
     "informative_against_history",
     "informative_probability",
+    "joint_histories",
     "BackoffController",
     "BatchReport",
     "CarriedGroup",

@@ -100,7 +100,7 @@ def extend_round(
 
     Args:
         generated: the round, slots of `G` (every process has as many).
-        pilot: its population prior and yield value the extensions (the yield counts them).
+        pilot: whose population prior and yield value the extensions (the yield counts their completions).
         source: the `RoundSource`.
         evidence: a prompt's discounted `(successes, failures)` as of this visit.
         outcomes: `(N, F)` rewards to the `(N,)` filter rewards (NaN where unjudged).
@@ -159,7 +159,7 @@ def extend_round(
     # Each group's slots one after the other, so the filter keeps (or carries) them together.
     order = [[slot for group in own for slot in group] for own in groups]
     joint, start = [], 0
-    for process, own in enumerate(groups):
+    for own in groups:
         for group in own:
             if len(group) > 1:
                 joint.append(list(range(start, start + len(group))))
