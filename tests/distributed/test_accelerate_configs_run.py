@@ -152,6 +152,23 @@ def test_ddp_adaptive_mode_with_the_pilot_keeps_processes_in_step(tmp_path, tiny
     assert dynamic_sampling_metrics(ranks[0]["resumed_log_history"][:2]) == dynamic_sampling_metrics(history[:2])
 
 
+def test_ddp_adaptive_mode_with_extensions_keeps_processes_in_step(tmp_path, tiny_model_dir):
+    """Process 0's odd prompts are always wrong, process 1's prompts 4k+1 always right: their all-equal groups get 4
+    more completions, in different numbers per process; every call still generates as many rows on both, and both
+    take the same decisions, before and after resuming."""
+    ranks, _ = launch("ddp.yaml", tmp_path, tiny_model_dir, DYNAMIC_SAMPLING_PILOT="2", DYNAMIC_SAMPLING_EXTENSIONS="1")
+    for rank, report in enumerate(ranks):
+        assert report["batch_sizes"] == [8, 8] and report["resumed_batch_sizes"] == [8], rank
+    assert ranks[0]["scored_rows"] == ranks[1]["scored_rows"]
+    history = ranks[0]["log_history"]
+    assert dynamic_sampling_metrics(history) == dynamic_sampling_metrics(ranks[1]["log_history"])
+    assert sum(entry.get("dynamic_sampling/prompts_extended", 0) for entry in history) > 0
+    for key in ("loss", "reward", "grad_norm"):
+        logged = [[entry.get(key) for entry in report["log_history"]] for report in ranks]
+        assert logged[0] == logged[1], f"gathered {key} differs between processes"
+    assert dynamic_sampling_metrics(ranks[0]["resumed_log_history"][:2]) == dynamic_sampling_metrics(history[:2])
+
+
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory, tiny_model_dir) -> tuple[list[dict], Path]:
     return launch("ddp.yaml", tmp_path_factory.mktemp("ddp"), tiny_model_dir)

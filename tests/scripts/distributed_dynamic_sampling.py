@@ -13,7 +13,10 @@ with id % 4 == 0, so process 1 needs refill rounds that process 0 must run with 
 With `DYNAMIC_SAMPLING_PILOT=<n>` in the environment it trains in the adaptive mode with a pilot of `n`
 completions, from a recent yield of one mixed group per 2 completions (so that an all-equal pilot stops): process 0's
 odd prompts are always wrong, and process 1's prompts with id % 4 == 1 always right. The processes then stop
-different numbers of prompts after their pilots, and must still generate as many rows in every call.
+different numbers of prompts after their pilots, and must still generate as many rows in every call. With
+`DYNAMIC_SAMPLING_EXTENSIONS=<k>` as well, all-equal groups may get `k` more groups of 4 (from a yield of one mixed
+group per 20 completions, so that they do): the processes extend different numbers of groups, and still generate as
+many rows in every call.
 
 What a CPU needs, and nothing else, is set here: DDP and FSDP configs train with `use_cpu=True` (gloo); DeepSpeed
 needs `use_cpu=False` (accelerate ignores DeepSpeed under `cpu=True`) with `ddp_backend="gloo"` and the launching
@@ -38,6 +41,7 @@ state = PartialState(cpu=not use_deepspeed, backend="gloo" if use_deepspeed else
 rank = state.process_index
 dataset = Dataset.from_dict({"prompt": [f"{i}+{i}=" for i in range(64)], "id": list(range(64))})
 pilot = int(os.environ.get("DYNAMIC_SAMPLING_PILOT", "0"))
+extensions = int(os.environ.get("DYNAMIC_SAMPLING_EXTENSIONS", "0"))
 scored_rows = []  # rows this process scored in each generation round, in order
 
 
@@ -74,6 +78,7 @@ def config(max_steps: int, per_device_train_batch_size: int = 8) -> DAPOConfig:
         dynamic_sampling_carry_max_staleness=1,
         dynamic_sampling_max_skip_probability=0.9,
         **({"dynamic_sampling_mode": "adaptive", "dynamic_sampling_pilot_size": pilot} if pilot else {}),
+        dynamic_sampling_extensions=extensions,
         seed=0,
     )
 
@@ -130,7 +135,7 @@ def fsdp2_sharding_check(model_path: str) -> dict:
 def train(max_steps: int, resume: bool) -> tuple[DAPOTrainer, list[int], list[list[int]]]:
     trainer = DAPOTrainer(model_path, reward_funcs=rank_dependent_reward, args=config(max_steps), train_dataset=dataset)
     if pilot and not resume:
-        trainer.sampler.pilot.yield_.record(mixed_groups=100, completions=200)
+        trainer.sampler.pilot.yield_.record(mixed_groups=10 if extensions else 100, completions=200)
     batch_sizes, batch_ids = [], []
     generate = trainer._generate_and_score_completions
 

@@ -1,6 +1,6 @@
 """Trains the tiny wide model with vLLM colocated and writes what each trainer did, for tests/vllm_cpu/test_colocate.py.
 
-    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, resumed, adaptive, pilot
+    python colocate_run.py trainers MODEL_DIR OUTPUT_DIR   # GRPOTrainer, DAPOTrainer, resumed, adaptive, pilot, extended
     accelerate launch ... colocate_run.py ddp MODEL_DIR OUTPUT_DIR   # DAPOTrainer on every launched process
 
 Each trainer's report records the global step of every weight sync into vLLM (calls of TRL's
@@ -31,6 +31,16 @@ from trl_ext import DAPOConfig, DAPOTrainer
 def quarter_informative_reward(prompts, completions, id, **kwargs):
     """Informative prompts: the completion's position in its group (0..3, distinct); the others: 0 for all."""
     return [float(index % GROUP) if informative(i) else 0.0 for index, i in enumerate(id)]
+
+
+def right_in_a_whole_group_call(prompts, completions, id, **kwargs):
+    """Informative prompts are right once per call that generates a whole group for them (an extension: the pilot's
+    calls run 2 rows per prompt), on its first row; every other completion is wrong."""
+    rewards = [0.0] * len(id)
+    starts = [index for index in range(len(id)) if index == 0 or id[index - 1] != id[index]] + [len(id)]
+    for start, end in zip(starts, starts[1:]):
+        rewards[start] = float(informative(id[start]) and end - start == GROUP)
+    return rewards
 
 
 def vllm_settings(output_dir: Path, **overrides) -> dict:
@@ -96,9 +106,14 @@ def _plain(value) -> bool:
     return isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value))
 
 
-def train_and_report(trainer_class, config, model_dir: str, output: Path, resume_from: str | None = None) -> dict:
+def train_and_report(
+    trainer_class, config, model_dir: str, output: Path, resume_from: str | None = None, reward=None
+) -> dict:
     trainer = trainer_class(
-        model_dir, reward_funcs=quarter_informative_reward, args=config, train_dataset=make_prompt_dataset(NUM_PROMPTS)
+        model_dir,
+        reward_funcs=reward or quarter_informative_reward,
+        args=config,
+        train_dataset=make_prompt_dataset(NUM_PROMPTS),
     )
     recorder = Recorder(trainer)
     trainer.train(resume_from_checkpoint=resume_from)
@@ -133,6 +148,18 @@ def trainers(model_dir: str, output_dir: Path) -> None:
         **vllm_settings(output_dir / "pilot", soft_overlong_punishment=False, dynamic_sampling_mode="adaptive")
     )
     train_and_report(DAPOTrainer, pilot, model_dir, output_dir / "pilot.json")
+    # With one extension: an informative prompt's all-wrong group gets 4 more completions in a vLLM call of 4 rows per
+    # prompt, one of them right, and the prompt's 8 completions train as one group.
+    extended = DAPOConfig(
+        **vllm_settings(
+            output_dir / "extended",
+            soft_overlong_punishment=False,
+            dynamic_sampling_mode="adaptive",
+            dynamic_sampling_extensions=1,
+            dynamic_sampling_max_skip_probability=0.0,
+        )
+    )
+    train_and_report(DAPOTrainer, extended, model_dir, output_dir / "extended.json", reward=right_in_a_whole_group_call)
 
 
 def ddp(model_dir: str, output_dir: Path) -> None:

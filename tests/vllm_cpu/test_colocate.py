@@ -49,7 +49,7 @@ def vllm_env():
 def colocated(tmp_path_factory, wide_model_dir, vllm_env) -> dict:
     directory = tmp_path_factory.mktemp("colocated")
     run_script("colocate_run.py", ["trainers", str(wide_model_dir), str(directory)], vllm_env)
-    names = ("grpo", "dapo", "resumed", "adaptive", "pilot")
+    names = ("grpo", "dapo", "resumed", "adaptive", "pilot", "extended")
     return {name: read_reports(directory, f"{name}.json")[0] for name in names}
 
 
@@ -162,3 +162,20 @@ def test_the_adaptive_modes_pilot_generates_each_prompt_in_two_vllm_calls_and_tr
         assert set(counts.values()) == {GROUP}, counts  # every trained group: one prompt's pilot and commit
         assert all(informative(prompt_id) for prompt_id in counts), counts
     assert metric(pilot, "dynamic_sampling/prompts_stopped")
+
+
+def test_an_extension_is_generated_by_vllm_and_trains_with_its_group_as_one_group_of_twice_g(colocated):
+    extended = colocated["extended"]
+    assert extended["global_step"] == STEPS and len(extended["batches"]) == STEPS
+    assert all(math.isfinite(loss) for loss in metric(extended, "loss"))
+    trained = 0
+    for batch in extended["batches"]:
+        rows: dict[int, list[float]] = {}
+        for prompt_id, advantage in zip(batch["ids"], batch["advantages"]):
+            rows.setdefault(prompt_id, []).append(advantage)
+        for prompt_id, advantages in rows.items():
+            if any(advantages):  # not a filler: a prompt's group and its extension, together, with its one success
+                assert informative(prompt_id) and len(advantages) == 2 * GROUP, (prompt_id, advantages)
+                assert sum(advantage > 0 for advantage in advantages) == 1, advantages
+                trained += 1
+    assert trained >= 1 and sum(metric(extended, "dynamic_sampling/prompts_extended")) >= trained
