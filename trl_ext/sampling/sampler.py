@@ -121,7 +121,7 @@ class BatchReport:
     backing_off: bool = False
     prompts_skipped: int = 0  # over all processes
     prompts_stopped: int = 0  # prompts stopped after their pilot, over all processes
-    prompts_extended: int = 0  # groups given G more completions (extensions), over all processes
+    prompts_extended: int = 0  # extensions (G more completions for an all-equal group), over all processes
     uninformative_tokens: int = 0  # generated tokens of the groups that ended uninformative
     batch_rows: int = 0  # rows of one plain generation batch, over all processes (what GRPO would generate)
     sampler_seconds: float = 0.0  # the sampler's own time: its wall time less the source's generation and scoring
@@ -411,9 +411,8 @@ class DynamicSampler:
         def outcomes(rewards_per_func):
             return filter_rewards(rewards_per_func, settings.filter_weights, settings.filter_used).cpu()
 
-        def against_history(indices, rewards_per_func):  # groups informative against their prompt's history already
+        def against_history(indices, rewards_per_func, size=self.pilot.pilot_size):  # informative already
             totals = settings.advantage_rewards(rewards_per_func).cpu()
-            size = len(totals) // len(indices)
             return informative_against_history(totals, size, *self.beliefs.history(indices)).tolist()
 
         generated, stopped_pilots = self.pilot.run(
@@ -432,9 +431,13 @@ class DynamicSampler:
         round_ = GeneratedRound(generated.rows, generated.rewards_per_func, committed, generated.stopped_rows, stopped)
         if not settings.adaptive.extensions:
             return round_
+
+        def group_against_history(index, rewards_per_func):  # one prompt's group, of any number of slots
+            return against_history([index], rewards_per_func, len(rewards_per_func))[0]
+
         round_, rows_per_call, extended = extend_round(
             round_, self.pilot, settings.adaptive.extensions, source, rank, held_environments,
-            self.beliefs.visit_evidence, outcomes, lambda index, rewards: against_history([index], rewards)[0],
+            self.beliefs.visit_evidence, outcomes, group_against_history,
         )  # fmt: skip
         report.rows_per_round += rows_per_call
         report.prompts_extended += extended
