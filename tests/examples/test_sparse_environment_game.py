@@ -70,3 +70,19 @@ def test_blind_warm_start_teaches_the_same_uniform_guesses_for_every_game():
 def test_first_guess_reads_the_first_call_only():
     assert game.first_guess(game.guess_call(3) + game.guess_call(8)) == 3
     assert game.first_guess('{"name": "guess", "arguments": {}}') is None
+
+
+def test_first_seed_runs_a_slice_of_the_seeds(tmp_path, monkeypatch):
+    """`--first-seed 3 --seeds 2` runs seeds 3 and 4 (the slice a second process takes), each method once."""
+    ran = []
+
+    def run(method, seed, args, model_path, output_dir):
+        ran.append((method, seed))
+        return {"method": method, "seed": seed, "steps": 1, "generated_tokens": 1, "initial_accuracy": 0.0,
+                "final_accuracy": 0.0, "signal_fraction": 0.0, "train_seconds": 0.0, "steps_to_target": None,
+                "tokens_to_target": None, "rollout_reward_mean": 0.0, "signal_groups": 0, "trained_groups": 0}
+
+    monkeypatch.setattr(game, "run", run)
+    monkeypatch.setattr(game, "save_blind_player", lambda path, games, steps: str(path))
+    game.main(["--first-seed", "3", "--seeds", "2", "--methods", "grpo", "dapo", "--out", str(tmp_path / "out.json")])
+    assert ran == [("grpo", 3), ("dapo", 3), ("grpo", 4), ("dapo", 4)]
