@@ -193,11 +193,11 @@ def test_groups_the_history_baseline_trains_do_not_pass_for_a_filter_that_never_
     filter reward)."""
     import logging
 
+    from test_pilot import G, PassRates, inputs_for, pilot_sampler
+
     from trl_ext.sampling import sampler as sampler_module
 
     monkeypatch.setattr(sampler_module, "ALWAYS_INFORMATIVE_BATCHES", 2)
-    from test_pilot import G, PassRates, inputs_for, pilot_sampler
-
     sampler, source = pilot_sampler(pilot_size=0), PassRates(lambda index: 0.0)
     solved = list(range(32))
     sampler.beliefs.record(solved, torch.ones(len(solved) * G), torch.ones(len(solved) * G))
