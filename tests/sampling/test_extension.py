@@ -54,7 +54,8 @@ def test_only_an_all_equal_group_has_an_extension_value_and_it_extends_when_wort
 
 def test_the_keep_rates_count_an_extended_group_as_one_prompt():
     """Two processes of 4 slots: process 0's slots 0-1 are one prompt's group (both informative), process 1's slots
-    5-7 another's (one informative): 3 informative prompts of 3 on process 0, 1 of 2 on process 1."""
+    5-7 another's (one informative): 2 informative prompts of 3 on process 0 (that group and slot 3), 1 of 2 on
+    process 1."""
     informative = torch.tensor([[True, True, False, True], [False, True, False, False]])
     assert informative_prompts(informative, joint=[[0, 1], [5, 6, 7]]) == [(2, 3), (1, 2)]
     assert informative_prompts(informative, joint=[]) == [(3, 4), (1, 4)]
