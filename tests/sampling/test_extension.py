@@ -139,7 +139,7 @@ def test_extensions_take_the_same_decisions_after_a_resume_and_on_two_processes(
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from dynamic_sampling_sim import Lockstep
 
-    lockstep, samplers, calls = Lockstep(2), [None, None], [None, None]
+    lockstep, samplers, calls, extended = Lockstep(2), [None, None], [None, None], [0, 0]
 
     def process_run(index):  # process 1's prompts mostly rare, process 0's undecided
         process = lockstep.process(index)
@@ -147,7 +147,9 @@ def test_extensions_take_the_same_decisions_after_a_resume_and_on_two_processes(
         source = PassRates(lambda prompt: 0.5 if index == 0 or prompt % 4 == 0 else 0.08, process, seed=index)
         for step in range(8):
             first = (step * 2 + index) * 4 % 48
-            sampler.next_batch(inputs_for(range(first, first + 4)), source, policy_version=step, draw_key=step)
+            batch = sampler.next_batch(inputs_for(range(first, first + 4)), source, policy_version=step,
+                                       draw_key=step)  # fmt: skip
+            extended[index] += batch.report.prompts_extended
         calls[index] = [sum(count for _, count in call) for call in source.calls]
 
     threads = [threading.Thread(target=process_run, args=(index,)) for index in range(2)]
@@ -157,4 +159,4 @@ def test_extensions_take_the_same_decisions_after_a_resume_and_on_two_processes(
         thread.join()
     assert calls[0] == calls[1] and len(calls[0]) > 8
     assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
-
+    assert extended[0] == extended[1] > 0  # counted over both processes, the same on each
