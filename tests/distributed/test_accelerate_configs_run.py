@@ -135,34 +135,26 @@ def max_weight_difference(first: Path, second: Path) -> float:
     return max((weights[0][name] - weights[1][name]).abs().max().item() for name in weights[0])
 
 
-def test_ddp_adaptive_mode_with_the_pilot_keeps_processes_in_step(tmp_path, tiny_model_dir):
-    """Process 1 stops prompts after their pilot that process 0 commits; every call still generates as many rows on
+@pytest.mark.parametrize(
+    ("environment", "metric"),
+    [
+        ({"DYNAMIC_SAMPLING_PILOT": "2"}, "dynamic_sampling/prompts_stopped"),
+        ({"DYNAMIC_SAMPLING_PILOT": "2", "DYNAMIC_SAMPLING_EXTENSIONS": "1"}, "dynamic_sampling/prompts_extended"),
+    ],
+    ids=["pilot", "extensions"],
+)
+def test_ddp_adaptive_mode_with_the_pilot_keeps_processes_in_step(tmp_path, tiny_model_dir, environment, metric):
+    """Process 1 stops prompts after their pilot that process 0 commits (with extensions: the processes' all-equal
+    groups get 4 more completions, in different numbers per process); every call still generates as many rows on
     both (TRL gathers the rewards), and both take the same decisions, before and after resuming."""
-    ranks, _ = launch("ddp.yaml", tmp_path, tiny_model_dir, DYNAMIC_SAMPLING_PILOT="2")
+    ranks, _ = launch("ddp.yaml", tmp_path, tiny_model_dir, **environment)
     for rank, report in enumerate(ranks):
         assert report["batch_sizes"] == [8, 8] and report["resumed_batch_sizes"] == [8], rank
     assert ranks[0]["scored_rows"] == ranks[1]["scored_rows"]
     assert {rows % 2 for rows in ranks[0]["scored_rows"]} == {0} and min(ranks[0]["scored_rows"]) < 8  # pilots
     history = ranks[0]["log_history"]
     assert dynamic_sampling_metrics(history) == dynamic_sampling_metrics(ranks[1]["log_history"])
-    assert sum(entry.get("dynamic_sampling/prompts_stopped", 0) for entry in history) > 0
-    for key in ("loss", "reward", "grad_norm"):
-        logged = [[entry.get(key) for entry in report["log_history"]] for report in ranks]
-        assert logged[0] == logged[1], f"gathered {key} differs between processes"
-    assert dynamic_sampling_metrics(ranks[0]["resumed_log_history"][:2]) == dynamic_sampling_metrics(history[:2])
-
-
-def test_ddp_adaptive_mode_with_extensions_keeps_processes_in_step(tmp_path, tiny_model_dir):
-    """Process 0's odd prompts are always wrong, process 1's prompts 4k+1 always right: their all-equal groups get 4
-    more completions, in different numbers per process; every call still generates as many rows on both, and both
-    take the same decisions, before and after resuming."""
-    ranks, _ = launch("ddp.yaml", tmp_path, tiny_model_dir, DYNAMIC_SAMPLING_PILOT="2", DYNAMIC_SAMPLING_EXTENSIONS="1")
-    for rank, report in enumerate(ranks):
-        assert report["batch_sizes"] == [8, 8] and report["resumed_batch_sizes"] == [8], rank
-    assert ranks[0]["scored_rows"] == ranks[1]["scored_rows"]
-    history = ranks[0]["log_history"]
-    assert dynamic_sampling_metrics(history) == dynamic_sampling_metrics(ranks[1]["log_history"])
-    assert sum(entry.get("dynamic_sampling/prompts_extended", 0) for entry in history) > 0
+    assert sum(entry.get(metric, 0) for entry in history) > 0
     for key in ("loss", "reward", "grad_norm"):
         logged = [[entry.get(key) for entry in report["log_history"]] for report in ranks]
         assert logged[0] == logged[1], f"gathered {key} differs between processes"

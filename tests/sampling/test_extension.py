@@ -4,7 +4,6 @@ prompt's completions train as one group of variable size."""
 from __future__ import annotations
 
 import copy
-import threading
 
 import pytest
 import torch
@@ -18,7 +17,7 @@ from trl_ext.sampling.adaptive import (
 )
 from trl_ext.sampling.extension import extension_decisions, extension_value, informative_prompts
 
-from test_pilot import G, PassRates, inputs_for, pilot_sampler
+from test_pilot import G, PassRates, inputs_for, pilot_sampler, run_two_processes
 
 
 def leave_one_out(rewards: list[float], history_sum: float, history_count: float) -> list[float]:
@@ -133,30 +132,11 @@ def test_extensions_take_the_same_decisions_after_a_resume_and_on_two_processes(
         extended += first.report.prompts_extended
     assert source.calls == saved_source.calls and extended > 0
 
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from dynamic_sampling_sim import Lockstep
-
-    lockstep, samplers, calls, extended = Lockstep(2), [None, None], [None, None], [0, 0]
-
-    def process_run(index):  # process 1's prompts mostly rare, process 0's undecided
-        process = lockstep.process(index)
-        samplers[index] = sampler = pilot_sampler(process, extensions=2)
-        source = PassRates(lambda prompt: 0.5 if index == 0 or prompt % 4 == 0 else 0.08, process, seed=index)
-        for step in range(8):
-            first = (step * 2 + index) * 4 % 48
-            batch = sampler.next_batch(inputs_for(range(first, first + 4)), source, policy_version=step,
-                                       draw_key=step)  # fmt: skip
-            extended[index] += batch.report.prompts_extended
-        calls[index] = [sum(count for _, count in call) for call in source.calls]
-
-    threads = [threading.Thread(target=process_run, args=(index,)) for index in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    # Process 1's prompts mostly rare, process 0's undecided: they extend different numbers of groups.
+    samplers, calls, reports = run_two_processes(
+        lambda process, prompt: 0.5 if process == 0 or prompt % 4 == 0 else 0.08, 8, extensions=2
+    )
     assert calls[0] == calls[1] and len(calls[0]) > 8
     assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
+    extended = [sum(report.prompts_extended for report in own) for own in reports]
     assert extended[0] == extended[1] > 0  # counted over both processes, the same on each

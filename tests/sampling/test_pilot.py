@@ -191,24 +191,27 @@ def test_the_pilots_state_round_trips_and_a_resumed_sampler_takes_the_same_decis
     assert stopped > 0  # the restored prior and yield took stopping decisions, the same ones
 
 
-def test_two_processes_take_identical_pilot_decisions_and_generate_as_many_rows():
-    """Process 1's prompts are mostly decided, process 0's undecided: process 1 commits its best stopped prompts
-    too, so both generate the same rows in every call, and their states stay identical."""
+def run_two_processes(rate_of, steps: int, **adaptive) -> tuple[list, list[list[int]], list[list]]:
+    """Two simulated processes (threads whose gathers exchange values) run `steps` batches of 4 prompts each;
+    `rate_of(process, prompt)` is a prompt's pass rate on that process. Returns the samplers, each process's rows per
+    generation call, and each process's batch reports."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from dynamic_sampling_sim import Lockstep  # simulated processes: threads whose gathers exchange values
+    from dynamic_sampling_sim import Lockstep
 
-    lockstep, samplers, calls = Lockstep(2), [None, None], [None, None]
+    lockstep, samplers, calls, reports = Lockstep(2), [None, None], [None, None], [[], []]
 
     def process_run(index):
         process = lockstep.process(index)
-        samplers[index] = sampler = pilot_sampler(process, max_skip_probability=0.9)
-        source = PassRates(lambda prompt: 0.5 if index == 0 or prompt % 4 == 0 else 0.0, process, seed=index)
-        for step in range(10):
+        samplers[index] = sampler = pilot_sampler(process, **adaptive)
+        source = PassRates(lambda prompt: rate_of(index, prompt), process, seed=index)
+        for step in range(steps):
             first = (step * 2 + index) * 4 % 48
-            sampler.next_batch(inputs_for(range(first, first + 4)), source, policy_version=step, draw_key=step)
+            batch = sampler.next_batch(inputs_for(range(first, first + 4)), source, policy_version=step,
+                                       draw_key=step)  # fmt: skip
+            reports[index].append(batch.report)
         calls[index] = [sum(count for _, count in call) for call in source.calls]
 
     threads = [threading.Thread(target=process_run, args=(index,)) for index in range(2)]
@@ -216,6 +219,15 @@ def test_two_processes_take_identical_pilot_decisions_and_generate_as_many_rows(
         thread.start()
     for thread in threads:
         thread.join()
+    return samplers, calls, reports
+
+
+def test_two_processes_take_identical_pilot_decisions_and_generate_as_many_rows():
+    """Process 1's prompts are mostly decided, process 0's undecided: process 1 commits its best stopped prompts
+    too, so both generate the same rows in every call, and their states stay identical."""
+    samplers, calls, _ = run_two_processes(
+        lambda process, prompt: 0.5 if process == 0 or prompt % 4 == 0 else 0.0, 10, max_skip_probability=0.9
+    )
     assert calls[0] == calls[1] and len(calls[0]) > 10
     assert samplers[0].state_dict()["shared"] == samplers[1].state_dict()["shared"]
     assert samplers[0].state_dict()["shared"]["pilot"]["yield"][1] > 0

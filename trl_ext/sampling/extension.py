@@ -23,7 +23,6 @@ process and after a resume.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -40,18 +39,15 @@ def extension_value(
     success_threshold: float,
 ) -> float:
     """The chance that `group_size` more completions bring the outcome an all-equal group lacks (`commit_value`);
-    -1 for a group that needs none (mixed, or judged by no reward).
+    -1 for a group that needs none (mixed, or judged by no reward: `commit_value` gives those 1).
 
     Args:
         outcomes: the group's filter rewards so far (NaN where unjudged).
         evidence: the prompt's discounted `(successes, failures)` from before this round.
         prior: the population's pass-rate prior.
     """
-    judged = [value for value in outcomes if not math.isnan(value)]
-    successes = sum(value > success_threshold for value in judged)
-    if not judged or 0 < successes < len(judged):
-        return -1.0
-    return commit_value(outcomes, evidence, prior, len(outcomes) + group_size, success_threshold)
+    value = commit_value(outcomes, evidence, prior, len(outcomes) + group_size, success_threshold)
+    return -1.0 if value >= 1.0 else value
 
 
 def extension_decisions(
