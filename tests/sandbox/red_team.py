@@ -57,6 +57,7 @@ from red_team_in_process import (
     SPY_ROW,
     ZERO_DIFFERENCE,
     in_process_row,
+    lasting_code_attacks,
 )
 from red_team_inside import inside_the_test_attacks
 from red_team_programs import (
@@ -530,6 +531,7 @@ ATTACKS: dict[str, Attack] = {
 }
 
 ATTACKS.update(inside_the_test_attacks(Attack, INSIDE))
+ATTACKS.update(lasting_code_attacks(Attack, JUDGE))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to
 # non-integer expected tokens: (program, row) that must score 1.0.

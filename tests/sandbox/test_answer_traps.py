@@ -171,7 +171,7 @@ def test_what_the_test_calls_is_framed_where_it_would_run_code_without_a_frame()
     import functools
     import operator
 
-    frame = callee_framer()
+    frame = callee_framer(ROOTS)
 
     def source(callee):
         return getattr(getattr(callee, "__code__", None), "co_filename", type(callee).__name__)

@@ -28,6 +28,11 @@ import sysconfig
 import types
 import weakref
 
+if __package__:
+    from . import lasting_code
+else:  # inside the sandbox, beside copies of its modules
+    import lasting_code
+
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
 ANSWERING = frozenset(
     {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__bool__", "__abs__", "__neg__",
@@ -36,6 +41,11 @@ ANSWERING = frozenset(
        ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift",
         "divmod")}
 )
+
+
+# What a library does with what these return: `copy` and `pickle` call the callable a reducer names, with the
+# arguments it names (`(setattr, (np.testing, ...))`), unguarded. Trapped like the answering methods.
+REDUCERS = frozenset({"__reduce__", "__reduce_ex__"})
 
 
 def library_roots():
@@ -73,7 +83,8 @@ def _sprung_flag():
 
 def _spring(state, *args, **kwargs):
     state[0](True)
-    raise state[1]("a value of a class the program wrote answered a comparison or arithmetic outside its call")
+    raise state[1]("a value of a class the program wrote answered a comparison or arithmetic, or named what a copy "
+                   "runs, outside its call")
 
 
 def _fail(state, reason=None):
@@ -89,6 +100,10 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
         return False
     filename = value.__code__.co_filename
     return filename == "<test>" or starts(filename, roots)
+
+
+def _is_library_function_of(state, value):
+    return _is_library_function(value, *state)
 
 
 # Code of the program's that runs without a frame of its own: a callable that binds arguments the program chose to
@@ -108,6 +123,11 @@ _FRAMING_KINDS = (functools.partial, functools.partial.__dict__["func"].__get__,
                   types.FunctionType, issubclass, type)
 
 
+def _framing_kinds(roots):
+    """`_FRAMING_KINDS` and `is_library(function)`: whether a function is a library's or the test's."""
+    return (*_FRAMING_KINDS, types.MethodType(_is_library_function_of, (roots, types.FunctionType, str.startswith)))
+
+
 def _framing():
     """`framed(inner)`: a function calling `inner`, whose code is not a library's (made before the program runs)."""
     scope = {"__builtins__": {}}
@@ -117,13 +137,15 @@ def _framing():
 
 def _calls_frameless(callee, kinds):
     """Whether calling `callee` runs code without a frame with arguments the program may have chosen: a
-    `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function."""
+    `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function, or a
+    `partial` of a library's function (which would run unguarded: `partial(functools.update_wrapper, np.testing,
+    holder)` rewrites NumPy's module)."""
     partial_type, partial_func, method_type, method_func, static, static_func, _, _, _, caller_type, \
-        function_type, is_subclass, type_ = kinds
-    bound = False
+        function_type, is_subclass, type_, is_library = kinds
+    bound = partial = False
     for _ in range(64):  # a partial of a bound method of a partial ...
         if is_subclass(type_(callee), partial_type):
-            callee, bound = partial_func(callee), True
+            callee, bound, partial = partial_func(callee), True, True
         elif type_(callee) is method_type:
             callee, bound = method_func(callee), True
         elif type_(callee) is static:
@@ -131,7 +153,7 @@ def _calls_frameless(callee, kinds):
         elif type_(callee) is caller_type:
             return True
         else:
-            return bound and type_(callee) is not function_type
+            return bound and (type_(callee) is not function_type or partial and is_library(callee))
     return True
 
 
@@ -141,18 +163,19 @@ def _framed_callee(state, callee):
     return framed(callee) if _calls_frameless(callee, kinds) else callee
 
 
-def callee_framer():
+def callee_framer(roots):
     """`frame(callee)`, made before the program runs, which the test's code calls on everything it calls
     (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
-    attribute of an object, an item of a list) runs framed, so the profile function guards it."""
-    return types.MethodType(_framed_callee, (_framing(), _FRAMING_KINDS))
+    attribute of an object, an item of a list) runs framed, so the profile function guards it. `roots`: the
+    libraries' directories (`library_roots`)."""
+    return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots)))
 
 
 def _framed_attribute(state, value):
     """A class attribute with every callable in it that runs code without a frame (`_calls_frameless`) framed,
     called as before (a static, class or property part framed as that part), or None if it has none."""
     framed, kinds = state
-    _, _, _, _, static, static_func, class_method, class_func, prop, _, _, _, type_ = kinds
+    _, _, _, _, static, static_func, class_method, class_func, prop, _, _, _, type_, _ = kinds
     if type_(value) is static or type_(value) is class_method:
         inner = static_func(value) if type_(value) is static else class_func(value)
         return type_(value)(framed(inner)) if _calls_frameless(inner, kinds) else None
@@ -166,19 +189,20 @@ def _framed_attribute(state, value):
 
 def _frame_finalizers(state, since):
     """Frames the callbacks of `weakref.finalize` registered after the `since`-th (all made while the program's
-    code ran, or by its code run outside its calls) that are no function: the finalizer binds their arguments.
-    Returns the latest's number. Entries are read through `_Info`'s own slots (an entry of another type, which
+    code ran, or by its code run outside its calls) that are not the program's functions: the finalizer binds
+    their arguments (a library's function would run unguarded). Returns the latest's number. Entries are read through `_Info`'s own slots (an entry of another type, which
     only the program could have put there, is left alone: `finalize` would fail on it)."""
     registry, framed, kinds, list_, values, max_, info_type, index_of, func_of, set_func = state
-    _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_subclass, type_ = kinds
+    _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_subclass, type_, is_library = kinds
     latest = since
     for info in list_(values(registry)):
         if type_(info) is not info_type:
             continue
         index, func = index_of(info), func_of(info)
         latest = max_(latest, index)
-        python = type_(func) is function_type or type_(func) is method_type and type_(method_func(func)) is function_type
-        if index > since and not python and not is_subclass(type_(func), type_):
+        function = method_func(func) if type_(func) is method_type else func
+        program = type_(function) is function_type and not is_library(function)
+        if index > since and not program and not is_subclass(type_(func), type_):
             set_func(info, framed(func))
     return latest
 
@@ -186,15 +210,19 @@ def _frame_finalizers(state, since):
 def _keeper(before, trap, roots, bound):
     """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
     top-level code ended); between the outermost ones the program's classes have their own answering methods, and
-    what the program left to run later without a frame of its own (`_framed_attribute`, `_frame_finalizers`)
-    is framed. `before`: `class_ids()` and the finalizer count before the program ran."""
+    what the program left to run later without a frame of its own is framed (`_framed_attribute`,
+    `_frame_finalizers`) or, where it cannot be, fails the test (`lasting_code`). `before`: `class_ids()`, the
+    finalizer count before the program ran, and `lasting_code`'s `(bound, spring, harness_does)`."""
     (ids_now, answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, id_,
      items, is_library, framed_attribute, frame_finalizers) = bound
-    (trusted, alive, finalizers), depth, saved, heap = before, 1, [], _HEAP_TYPE
+    (trusted, alive, finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
     seen = trusted
+    left, spring, harness_does = lasting
+    kept, canary = [], _start_watching_new_objects(left)
     command = yield
     while True:
         if command == "enter" and depth == 0:
+            canary = _start_watching_new_objects(left)
             ids, classes = ids_now()
             trusted = trusted | (ids - seen)  # classes the test and its libraries made meanwhile
             append(alive, classes)  # kept, so that no trusted id is reused by a class the program makes
@@ -226,10 +254,28 @@ def _keeper(before, trap, roots, bound):
                         except errors:
                             pass
                 finalizers = frame_finalizers(finalizers)
+                if _left_frameless(left, canary, kept, harness_does):
+                    spring(True)
         command = yield
 
 
-def answer_traps(error_type, roots):
+def _start_watching_new_objects(b):
+    """Every object the collector tracks now moves to its permanent generation: those it tracks afterwards are new.
+    Returns a new list, which the collector tracks until something freezes the generations again."""
+    b.freeze()
+    return b.new_list()
+
+
+def _left_frameless(b, canary, keep, harness_does):
+    """Whether the program's code just left an object that the interpreter would call something impure through on
+    its own (`lasting_code.frameless_left`), or froze the collector's generations to hide what it made."""
+    try:
+        return harness_does(lasting_code.frameless_left, harness_does(b.objects), keep, canary, b) is not None
+    except BaseException:  # noqa: BLE001 - whatever the program made that the reading could not handle fails it
+        return True
+
+
+def answer_traps(error_type, roots, harness_does=None):
     """`(enter, leave, sprung, fail)`, to be made before the program runs: `enter()`/`leave()` around each call
     into the program (and `leave()` once after its top-level code), `sprung()` whether a trapped method was called
     or a check of the test's failed, `fail(reason)` for a failed check (final: it springs the flag)."""
@@ -239,15 +285,19 @@ def answer_traps(error_type, roots):
     framing = _framing()
     registry = weakref.finalize._registry  # noqa: SLF001  (bound now: the program may replace the attribute)
     info_type = weakref.finalize._Info  # noqa: SLF001
-    bound = (class_ids, ANSWERING, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
+    kinds = _framing_kinds(roots)
+    bound = (class_ids, ANSWERING | REDUCERS, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
              types.MappingProxyType.items, _is_library_function,
-             types.MethodType(_framed_attribute, (framing, _FRAMING_KINDS)),
-             types.MethodType(_frame_finalizers, (registry, framing, _FRAMING_KINDS, list, dict.values, max, info_type,
+             types.MethodType(_framed_attribute, (framing, kinds)),
+             types.MethodType(_frame_finalizers, (registry, framing, kinds, list, dict.values, max, info_type,
                                                   info_type.__dict__["index"].__get__, info_type.__dict__["func"].__get__,
                                                   info_type.__dict__["func"].__set__)))
     finalizers = max([info.index for info in registry.values()], default=-1)
-    keeper = _keeper((*class_ids(), finalizers), trap, roots, bound)
+    harness_does = harness_does or (lambda function, *args: function(*args))
+    left = lasting_code.bound(
+        types.MethodType(_is_library_function_of, (roots, types.FunctionType, str.startswith)), sys.modules)
+    keeper = _keeper((*class_ids(), finalizers, (left, flag.send, harness_does)), trap, roots, bound)
     keeper.send(None)
     send = keeper.send
     fail = types.MethodType(_fail, (flag.send, AssertionError))
@@ -330,5 +380,6 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _watch, _guard_keeper,
-                       _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee)
+PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
+                       _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
+                       _start_watching_new_objects, _left_frameless, *lasting_code.PROTECTED_FUNCTIONS)

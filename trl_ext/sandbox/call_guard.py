@@ -70,24 +70,42 @@ def _classes_of(namespace, values, is_subclass, type_, flags, heap):
 
 def _copies(bound):
     """`(namespaces, classes, packages, views, versions)`: a copy of every loaded module's namespace and of every
-    class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags."""
+    class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags. Among the
+    namespaces, the plain dicts those namespaces and classes hold (a library's registry or cache, such as
+    `copyreg.dispatch_table`, whose reducers `copy` calls, or `re`'s compiled patterns), put back the same way;
+    not `sys.modules` and the importers' cache, which `take_snapshot` keeps as the call left them, nor the
+    program's own (a registry it fills across calls)."""
     (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_subclass, type_,
-     getattr_, _, _, _, _, id_, _, tags, _) = bound
+     getattr_, _, _, _, importer_cache, id_, _, tags, _) = bound
 
     def classes_in(namespace):
         return _classes_of(namespace, values, is_subclass, type_, flags, heap)
 
-    namespaces, classes, packages, seen = [], [], {}, {}
+    def no_classes(namespace):
+        return ()
+
+    namespaces, classes, packages, seen = [], [], {}, {id_(modules): modules, id_(importer_cache): importer_cache}
     for name, module in list_(items(modules)):
         namespace = getattr_(module, "__dict__", None)
-        if type_(namespace) is dict_:
+        if type_(namespace) is dict_ and get(seen, id_(namespace)) is None:
+            seen[id_(namespace)] = namespace
             namespaces.append(_copy(namespace, False, tags, dict_, get, id_, class_dict, classes_in))
             packages[name] = namespace
-    for namespace_copy in namespaces:
+    program, programs = get(packages, "solution"), {}  # the program's own dicts keep what its calls put in them
+    for namespace_copy in list_(namespaces):
         for cls in namespace_copy[4]:
             if get(seen, id_(cls)) is None:
                 seen[id_(cls)] = cls
                 classes.append(_copy(cls, True, tags, dict_, get, id_, class_dict, classes_in))
+                if namespace_copy[0] is program:
+                    programs[id_(cls)] = cls
+    for holder_copy in namespaces + classes:
+        if holder_copy[0] is program or get(programs, id_(holder_copy[0])) is not None:
+            continue
+        for value in list_(values(holder_copy[3])):
+            if type_(value) is dict_ and get(seen, id_(value)) is None:
+                seen[id_(value)] = value
+                namespaces.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
     copies = namespaces + classes
     return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies]
 

@@ -321,7 +321,7 @@ def _in_process_keepers(roots, harness_does):
     functions the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on
     everything it calls: `answer_traps.callee_framer`)."""
     get_frame = sys._getframe
-    answers = answer_traps.answer_traps(NotPlainData, roots)
+    answers = answer_traps.answer_traps(NotPlainData, roots, harness_does)
     fail = answers[3]
 
     def program_calling():
@@ -337,7 +337,7 @@ def _in_process_keepers(roots, harness_does):
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer()}
+              "call": answer_traps.callee_framer(roots)}
     return answers, (make_namespace, hand, restore_mocks), judges
 
 
