@@ -56,6 +56,7 @@ from red_team_in_process import (
     SILENCE_THE_MOCK,
     SPY_ROW,
     ZERO_DIFFERENCE,
+    handed_function_attacks,
     in_process_row,
     lasting_code_attacks,
 )
@@ -532,6 +533,7 @@ ATTACKS: dict[str, Attack] = {
 
 ATTACKS.update(inside_the_test_attacks(Attack, INSIDE))
 ATTACKS.update(lasting_code_attacks(Attack, JUDGE))
+ATTACKS.update(handed_function_attacks(Attack, JUDGE))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to
 # non-integer expected tokens: (program, row) that must score 1.0.

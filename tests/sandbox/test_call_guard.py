@@ -55,3 +55,54 @@ def test_a_namespace_the_call_left_alone_is_not_rewritten():
         return {name: read(view) == before[name] for name, view in views.items()}
 
     assert in_a_forked_child(body) == {"json": False, "os": True}
+
+
+def test_a_librarys_plain_dicts_are_put_back_and_the_programs_own_are_not():
+    """`copyreg.dispatch_table` (whose reducers `copy` calls) and `re`'s cache are put back after the call; a dict
+    the program fills across its calls (`solution`'s registry) keeps what it was given."""
+
+    def body():
+        import copyreg
+        import re
+        import types
+
+        program = types.ModuleType("solution")
+        program.REGISTRY = {}
+        sys.modules["solution"] = program
+        bound = call_guard.context(sys.modules, {}, (None,) * 6, _VERSIONS)
+        restore = call_guard.take_snapshot(bound)
+        copyreg.dispatch_table[json.JSONEncoder] = lambda value: (setattr, (json, "dumps", None))
+        re._cache[(str, "planted", 0)] = re.compile(".*")
+        program.REGISTRY["a"] = 1
+        restore()
+        return {"reducer": json.JSONEncoder in copyreg.dispatch_table,
+                "cache": (str, "planted", 0) in re._cache, "registry": program.REGISTRY}
+
+    assert in_a_forked_child(body) == {"reducer": False, "cache": False, "registry": {"a": 1}}
+
+
+def test_a_hidden_function_runs_as_itself_and_shows_nothing_it_holds():
+    expected = 42
+    calls = []
+
+    def report(value, *, scale=1):
+        """the test's callback"""
+        calls.append(value * scale)
+        if value != expected:
+            raise AssertionError(value)
+        return "ok"
+
+    hidden = call_guard.hider()(report)
+    assert hidden(42, scale=1) == "ok" and calls == [42]
+    with pytest.raises(AssertionError):
+        hidden(0)
+    assert hidden.__name__ == "report" and hidden.__qualname__ == report.__qualname__
+    held = [cell.cell_contents for cell in hidden.__closure__]
+    assert report not in held and expected not in held and not any(getattr(item, "__self__", None) is report
+                                                                    for item in held)
+
+    def countdown(n):
+        return 0 if n == 0 else hidden_countdown(n - 1)
+
+    hidden_countdown = call_guard.hider()(countdown)
+    assert hidden_countdown(50) == 0  # a hidden function that calls itself, through the program and back

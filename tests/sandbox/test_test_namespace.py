@@ -12,7 +12,7 @@ import unittest.mock
 import pytest
 
 from trl_ext.sandbox.answer_traps import library_roots
-from trl_ext.sandbox.instrumentation import ENTER_FUNCTION, FAIL_FUNCTION, instrument_checks
+from trl_ext.sandbox.instrumentation import ENTER_FUNCTION, FAIL_FUNCTION, HIDE_FUNCTION, instrument_checks
 from trl_ext.sandbox.test_namespace import (
     KeptBuiltins,
     KeptClass,
@@ -211,3 +211,20 @@ def test_a_bound_method_of_the_test_case_runs_as_a_mocks_side_effect():
     reward = CodeReward(timeout=4.0, reuse_sandbox=False)
     scores = reward(completions=[f"```python\n{program}```" for program in (right, spy)], test=[test, test])
     assert scores == [1.0, 0.0]
+
+
+def test_functions_the_test_makes_inside_its_own_are_hidden_and_its_methods_are_not():
+    source = (
+        "def helper(x):\n    return x\n"
+        "class TestCases(unittest.TestCase):\n"
+        "    def test_value(self):\n"
+        "        expected = 7\n"
+        "        def report(value):\n            self.assertEqual(value, expected)\n"
+        "        check = lambda value: value == expected\n"
+        "        class Fake:\n            def get(self):\n                return expected\n"
+        "        task_func(report, check, Fake())\n"
+    )
+    hidden = [node.args[0] for node in ast.walk(ast.parse(instrument_checks(source)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
+              and str(node.func.value).endswith(HIDE_FUNCTION)]
+    assert [ast.unparse(node) for node in hidden] == ["report", "lambda value: value == expected"]

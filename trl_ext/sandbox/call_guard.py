@@ -177,7 +177,7 @@ def _guarded_run(function, snapshot, bound, caught):
     namespace) stays in its frame, which the audit hook keeps from the program."""
     args, kwargs = yield
     enter, leave, pause_watch, resume_watch, hand = bound[-1]
-    hand(args, kwargs)  # the test's functions among them may run inside the call
+    args, kwargs = hand(args, kwargs)  # the test's functions among them may run inside the call, `hidden`
     watching = pause_watch()  # the call is guarded as a whole
     enter()  # the program's classes answer with their own methods while it runs
     restore = snapshot(bound)
@@ -211,6 +211,42 @@ def _guarded_call(state, *args, **kwargs):
     return result
 
 
+def _hidden_run(function, snapshot, bound, caught):
+    """One call of the test's `function` for the program (as `_guarded_run`, with nothing to guard)."""
+    args, kwargs = yield
+    try:
+        return function(*args, **kwargs), None
+    except caught as error:
+        return None, error
+
+
+def _hiding(state, call):
+    """A function of the harness's that calls `call(state, *args, **kwargs)`: what it closes over is only those."""
+
+    def hidden(*args, **kwargs):
+        return call(state, *args, **kwargs)
+
+    return hidden
+
+
+def _hidden_function(state, function):
+    runs_of, run, hiding, call, stop, caught = state
+    runs = runs_of(function, None, None, run, caught)
+    runs.send(None)
+    wrapper = hiding((runs.send, stop), call)
+    wrapper.__name__, wrapper.__qualname__ = function.__name__, function.__qualname__
+    return wrapper
+
+
+def hider():
+    """`hidden(function)`, made before the program runs: the test's `function` (a callback, a mock's side effect, a
+    bound method of the test case) as the program is handed it. It runs as itself, under its own name, but what
+    it holds (`__closure__`, `__self__`: the test's values, the case with what `setUp` stored) cannot be read
+    from it: it closes over only the `send` of a generator, whose frame holds the function."""
+    return types.MethodType(_hidden_function,
+                            (_runs, _hidden_run, _hiding, _guarded_call, StopIteration, BaseException))
+
+
 def guarded(function, bound):
     """`function` (the program's) as the test calls it: every call under a snapshot put back when it ends. Its
     state is a tuple holding only the `send` of a generator, so the test's namespace is not reachable from it."""
@@ -220,4 +256,5 @@ def guarded(function, bound):
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _runs)
+PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _runs, _hidden_run,
+                       _hiding, _hidden_function)

@@ -12,6 +12,7 @@ from typing import Any
 from .test_process import JUDGE_CONSTANT
 
 __all__ = ["CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION",
+           "HIDE_FUNCTION",
            "JUDGE_CONSTANT", "JUDGE_NAMES",
            "TRUST_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
@@ -25,11 +26,12 @@ FAIL_FUNCTION = "__trl_ext_fail__"  # a failed check: final, even where the test
 ENTER_FUNCTION = "__trl_ext_enter__"  # the first call of a test class's method (`test_namespace.namespace_keeper`)
 CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_namespace.KeptClass`)
 CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
+HIDE_FUNCTION = "__trl_ext_hide__"  # on each function the test makes inside its own (`call_guard.hider`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
-                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION})
+                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -167,6 +169,46 @@ class _CallsFramed(ast.NodeTransformer):
         return node
 
 
+class _InnerFunctionsHidden(ast.NodeTransformer):
+    """A function or lambda the test makes inside one of its own (a callback, a mock's side effect, a fake that
+    `patch` puts in the program's way) becomes `__trl_ext_hide__(f)` (`call_guard.hider`): it runs as itself, but
+    the program, which may be handed it, cannot read what it closes over (the test's expected values, `self`).
+    Functions at the module's top level or in a class body (a test's methods, fixtures) stay as they are."""
+
+    def __init__(self):
+        self.depth = 0
+
+    def _function(self, node):
+        if node.name.startswith(("__trl_ext_", "_trl_ext_")):
+            return node
+        inner = self.depth > 0
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        if not inner or isinstance(node, ast.AsyncFunctionDef):
+            return node
+        hide = ast.Assign([ast.Name(node.name, ast.Store())],
+                          ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [ast.Name(node.name, ast.Load())], []))
+        return [node, ast.copy_location(hide, node)]
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        if node.name.startswith(("__trl_ext_", "_trl_ext_")):
+            return node
+        depth, self.depth = self.depth, 0  # its methods are methods, wherever the class is made
+        self.generic_visit(node)
+        self.depth = depth
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        inner = self.depth > 0
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [node], []) if inner else node
+
+
 class _JudgeNamesAsConstants(ast.NodeTransformer):
     """`__trl_ext_compare__` -> the constant `JUDGE_CONSTANT + "__trl_ext_compare__"` (see `JUDGE_NAMES`)."""
 
@@ -290,7 +332,7 @@ def instrument_checks(source: str) -> str:
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
     imports = _imports(tree) | _reached_modules(tree)
-    tree = _CallsFramed().visit(_CheckInstrumenter().visit(tree))
+    tree = _InnerFunctionsHidden().visit(_CallsFramed().visit(_CheckInstrumenter().visit(tree)))
     tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(tree))
     return ast.unparse(tree), tuple(sorted(imports))
 

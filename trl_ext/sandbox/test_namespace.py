@@ -195,10 +195,27 @@ def _builtin(state, name):
         return _get(state, name)
 
 
-def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get):
-    """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked.
-    Nothing of the program's runs here (the walk runs for the harness, unaudited): a value's type is read with
-    `type()`, never `isinstance`, which reads a `__class__` the program may have made a property."""
+def _hide(state, value):
+    """`value`, or, where it is the test's function (compiled from the test, or a bound method of one), that
+    function `hidden` (`call_guard.hider`): what it closes over and the case it is bound to stay the test's."""
+    hidden, function_type, method_type, type_, method_func = state
+    function = method_func(value) if type_(value) is method_type else value
+    if type_(function) is function_type and function.__code__.co_filename == "<test>":
+        return hidden(value)
+    return value
+
+
+def test_function_hider(hidden):
+    """`hide(value)` (`_hide`), made before the program runs; `hidden`: `call_guard.hider()`."""
+    return types.MethodType(_hide, (hidden, types.FunctionType, types.MethodType, type,
+                                    types.MethodType.__dict__["__func__"].__get__))
+
+
+def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):
+    """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked, and
+    the test's functions in its configuration (a side effect) are replaced by themselves `hide`n. Nothing of the
+    program's runs here (the walk runs for the harness, unaudited): a value's type is read with `type()`, never
+    `isinstance`, which reads a `__class__` the program may have made a property."""
     if type_(item) is method_type:
         item = item.__func__
     if type_(item) is function_type:
@@ -206,7 +223,10 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
     if mock_type is not None and is_subclass(type_(item), mock_type):
         state = get_state(item, "__dict__")
         for name in _MOCK_CONFIGURATION:
-            push(get(state, name))
+            configured = get(state, name)
+            push(configured)
+            if hide is not None and configured is not None:
+                state[name] = hide(configured)
         for child in (get(state, "_mock_children") or {}).values():
             push(child)
         return "mock", item
@@ -219,14 +239,15 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
     return None, None
 
 
-def namespace_keeper(roots, program_calling, mock_module, method_frame):
+def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=None):
     """`(namespace, hand, restore_mocks, enter)` for one test process, made before the program runs.
 
     `namespace(initial)`: the test module's namespace, holding `initial` (modules, the program's names) in its
     dict. `hand(values)`: what the test holds when it calls into the program (the call's arguments, its locals):
     functions are handed over, mocks watched. `restore_mocks()`: each watched mock's own methods put back (an
     assignment on the mock or on the class it alone has is removed). `enter()`: the check a test method runs
-    first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`.
+    first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`. `hide`:
+    `test_function_hider`, for the test's functions a mock holds.
     """
     refused, made = object(), KeptNamespace()
     function_type, method_type = types.FunctionType, types.MethodType
@@ -259,7 +280,7 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame):
                 continue
             seen.add(id(item))
             operation, argument = _walk(item, stack.append, method_type, function_type, mock_type, type, issubclass,
-                                        object.__getattribute__, dict.get)
+                                        object.__getattribute__, dict.get, hide)
             if operation is not None:
                 send((operation, argument, None))
 
@@ -308,4 +329,4 @@ def _mock_method_names(mock_module):
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute, _is_data,
                        nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin,
-                       _walk)
+                       _walk, _hide)

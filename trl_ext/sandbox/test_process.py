@@ -207,13 +207,13 @@ _fail_now = types.MethodType(answer_traps._fail, (lambda sprung: None, Assertion
 
 
 def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
-                          case_class=type, call=lambda callee: callee):
+                          case_class=type, call=lambda callee: callee, hide=lambda function: function):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
                  JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
                  JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class,
-                 JUDGE_CONSTANT + "__trl_ext_call__": call}
+                 JUDGE_CONSTANT + "__trl_ext_call__": call, JUDGE_CONSTANT + "__trl_ext_hide__": hide}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -236,6 +236,10 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     it is: its functions call each other unguarded."""
     make_namespace, hand, restore_mocks = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
+    hide = test_namespace.test_function_hider(call_guard.hider())
+
+    def hide_all(args, kwargs):  # the test's functions handed over as arguments, hidden (`call_guard.hidden`)
+        return tuple(hide(arg) for arg in args), {key: hide(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave = answers
 
@@ -256,6 +260,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
         while frame is not None and frame.f_code.co_filename != "<test>":
             frame = None if test_namespace.nearest_code_is_program(frame, roots) else frame.f_back
         harness_does(hand, (*args, *kwargs.values(), *(frame.f_locals.values() if frame is not None else ())))
+        return harness_does(hide_all, args, kwargs)
 
     answers = (enter, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
@@ -331,13 +336,14 @@ def _in_process_keepers(roots, harness_does):
         return harness_does(get_frame, 4)
 
     make_namespace, hand, restore_mocks, enter = test_namespace.namespace_keeper(
-        roots, program_calling, sys.modules.get("unittest.mock"), method_frame)
+        roots, program_calling, sys.modules.get("unittest.mock"), method_frame,
+        test_namespace.test_function_hider(call_guard.hider()))
 
     def enter_method():
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer(roots)}
+              "call": answer_traps.callee_framer(roots), "hide": call_guard.hider()}
     return answers, (make_namespace, hand, restore_mocks), judges
 
 
