@@ -1,4 +1,4 @@
-"""What judging costs when a test runs in the program's own process (a mock, NumPy, pandas), and when the test
+"""What judging costs when a test runs in the program's own process (a mock, NumPy, pandas, Matplotlib), and when the test
 runs much of the program's code outside its calls (a generator it consumes, each resumption guarded).
 
 Right programs only, one worker, a reused sandbox; milliseconds per program, after one warm-up batch. Run it with
@@ -37,6 +37,14 @@ ROWS = {
         + "        pd.testing.assert_frame_equal(task_func(3), pd.DataFrame({'a': [7]}))\n"
         "        pd.testing.assert_frame_equal(task_func(4), pd.DataFrame({'a': [9]}))\n",
         "import pandas as pd\ndef task_func(x):\n    return pd.DataFrame({'a': [2 * x + 1]})\n",
+    ),
+    "Matplotlib, a plot made in the call": (
+        _UNITTEST.format(imports="import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt",
+                         decorator="", mock="")
+        + "        ax = task_func([1, 2, 3])\n        self.assertEqual(ax.get_title(), 'Values')\n"
+        "        self.assertEqual(list(ax.lines[0].get_ydata()), [1, 2, 3])\n",
+        "import matplotlib.pyplot as plt\ndef task_func(values):\n    fig, ax = plt.subplots()\n"
+        "    ax.plot(values)\n    ax.set_title('Values')\n    return ax\n",
     ),
     "a generator of 300 items, with a mock": (
         _UNITTEST.format(imports="from unittest.mock import patch", decorator="    @patch('random.randint', return_value=4)\n",

@@ -353,6 +353,8 @@ def lasting_code_attacks(attack, attack_class) -> dict:
         attack_class, RETURNED_LIBRARY_PARTIAL, MAKER_ROW, MAKER_RIGHT)
     cases["lasting code: a weakref.finalize callback that is a library's function"] = attack(
         attack_class, LIBRARY_FINALIZER, FRAMELESS_ROW, FRAMELESS_RIGHT)
+    cases["lasting code: a __getattr__ makes up a partial of setattr that dict() calls as keys"] = attack(
+        attack_class, GETATTR_PARTIAL, GETATTR_ROW, GETATTR_RIGHT)
     cases["lasting code: the collector's generations frozen to hide a starmap"] = attack(
         attack_class, FREEZE_THE_COLLECTOR, consumed_row("list(steps)"), LASTING_RIGHT["list() of an itertools.starmap of setattr"])
     return cases
@@ -433,3 +435,24 @@ def handed_function_attacks(attack, attack_class) -> dict:
         "read the expected value from a mock's side effect's closure": attack(
             attack_class, READ_THE_SIDE_EFFECT, SIDE_EFFECT_ROW, SIDE_EFFECT_RIGHT),
     }
+
+
+# A `__getattr__` of the program's that makes up a `partial` of `setattr` for any name: `dict(obj)` calls what it
+# answers for `keys`, from C, without a frame; the test checks afterwards that the conversion is refused.
+GETATTR_ROW = bigcodebench(
+    "import unittest\nimport numpy as np\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        record, value = task_func(3)\n"
+    "        with self.assertRaises(TypeError):\n"
+    "            dict(record)\n"
+    "        np.testing.assert_array_equal(value, np.array([7]))\n"
+)
+GETATTR_RIGHT = "import numpy as np\ndef task_func(x):\n    return 7, np.array([2 * x + 1])\n"
+GETATTR_PARTIAL = (
+    "import functools\nimport numpy as np\n"
+    "class Record:\n"
+    "    def __getattr__(self, name):\n"
+    "        return functools.partial(setattr, np.testing, 'assert_array_equal', slice)\n"
+    "def task_func(x):\n    return Record(), np.array([0])\n"
+)

@@ -310,20 +310,21 @@ def _watch(state, frame, event, arg):
     if event == "call" or event == "return":
         filename = frame.f_code.co_filename
         if frame.f_globals is state[0] or not (filename == "<test>" or state[3](filename, state[1])):
-            state[2]((frame, event))
+            state[2]((frame, event, arg))
 
 
 def _guard_keeper(answers, snapshot, bound, frame_type, type_, tuple_, len_):
-    """Sent `(frame, event)` by `_watch`: the program's code that the test or a library runs outside a call into
-    the program (a method or special method of its objects, a finalizer, a generator it returned) runs as a call
-    does: its classes answer as written, and what it changes in modules, classes and the test's names is put
-    back when it returns. Anything else sent (the program may reach `_watch`) changes nothing."""
-    enter, leave = answers
+    """Sent `(frame, event, arg)` by `_watch`: the program's code that the test or a library runs outside a call
+    into the program (a method or special method of its objects, a finalizer, a generator it returned) runs as a
+    call does: its classes answer as written, and what it changes in modules, classes and the test's names is put
+    back when it returns; what it returns is checked (`returned_checker`). Anything else sent (the program may
+    reach `_watch`) changes nothing."""
+    enter, leave, check_returned = answers
     guard, restore = None, None
     message = yield
     while True:
-        if type_(message) is tuple_ and len_(message) == 2 and type_(message[0]) is frame_type:
-            frame, event = message
+        if type_(message) is tuple_ and len_(message) == 3 and type_(message[0]) is frame_type:
+            frame, event, value = message
             if guard is None and event == "call":
                 guard = frame
                 enter()
@@ -332,12 +333,31 @@ def _guard_keeper(answers, snapshot, bound, frame_type, type_, tuple_, len_):
                 guard = None
                 restore()
                 leave()
+                check_returned(value)
         message = yield
+
+
+def _check_returned(state, value):
+    calls_frameless, kinds, pure, b, fail, harness_does = state
+    if harness_does(calls_frameless, value, kinds) and not harness_does(pure, value, b):
+        fail("the program's code run outside its calls handed back a callable that would run a built-in or a "
+             "library's function without a frame")
+
+
+def returned_checker(roots, fail, harness_does):
+    """`check(value)`, made before the program runs, for what the program's code run outside its calls returns to
+    the test or a library (a `__getattr__` that makes up a `partial` of `setattr`, which `dict(obj)` would call
+    as `obj.keys()`): a callable that would run something impure without a frame (`_calls_frameless`,
+    `lasting_code.pure`) fails the test through `fail`."""
+    kinds = _framing_kinds(roots)
+    return types.MethodType(_check_returned, (_calls_frameless, kinds, lasting_code.pure,
+                                              lasting_code.bound(kinds[-1], sys.modules), fail, harness_does))
 
 
 def watcher(namespace, answers, snapshot, bound, roots):
     """The profile function that guards the program's code run outside calls into it (`_guard_keeper`):
-    `namespace` is the program's, `answers` `(enter, leave)`, `snapshot` and `bound` the call guard's."""
+    `namespace` is the program's, `answers` `(enter, leave, check_returned)`, `snapshot` and `bound` the call
+    guard's."""
     keeper = _guard_keeper(answers, snapshot, bound, types.FrameType, type, tuple, len)
     keeper.send(None)
     not_the_program = roots + ("<frozen ",)
@@ -382,4 +402,5 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
-                       _start_watching_new_objects, _left_frameless, *lasting_code.PROTECTED_FUNCTIONS)
+                       _start_watching_new_objects, _left_frameless, _check_returned,
+                       *lasting_code.PROTECTED_FUNCTIONS)

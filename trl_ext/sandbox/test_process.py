@@ -231,7 +231,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     """The test's namespace (`test_namespace`), the `solution` module it imports from, in which every function of
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
-    (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)`; `keeper`:
+    (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
     `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`. The program's own namespace stays as
     it is: its functions call each other unguarded."""
     make_namespace, hand, restore_mocks = keeper
@@ -241,7 +241,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     def hide_all(args, kwargs):  # the test's functions handed over as arguments, hidden (`call_guard.hidden`)
         return tuple(hide(arg) for arg in args), {key: hide(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
-    enter, leave = answers
+    enter, leave, check_returned = answers
 
     def leave_and_restore_mocks():  # what the program's code set on the test's mocks goes with it
         restore_mocks()
@@ -274,7 +274,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
                 dict.__setitem__(test_globals, name, view.__dict__[name])
         else:
             view.__dict__[name] = item
-    return test_globals, view, answer_traps.watcher(namespace, answers, call_guard.take_snapshot, bound, roots)
+    return test_globals, view, answer_traps.watcher(namespace, answers + (check_returned,), call_guard.take_snapshot,
+                                                    bound, roots)
 
 
 def _default_signals_and_cpu_limit(cpu_seconds):
@@ -322,12 +323,13 @@ def _value_frame_writer(max_value_bytes):
 
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
-    `(enter, leave, sprung, fail)`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
+    `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
     functions the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on
     everything it calls: `answer_traps.callee_framer`)."""
     get_frame = sys._getframe
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does)
     fail = answers[3]
+    answers += (answer_traps.returned_checker(roots, fail, harness_does),)
 
     def program_calling():
         return test_namespace.nearest_code_is_program(harness_does(get_frame, 1), roots)
@@ -406,7 +408,8 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
                 test_globals, modules["solution"], watch = guarded_namespace(
-                    namespace, genuine, modules, module_type, answers[:2], harness_does, roots, keeper)
+                    namespace, genuine, modules, module_type,
+                    (answers[0], answers[1], answers[4]), harness_does, roots, keeper)
                 disable_collection()
                 answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
                 harness_does(set_profile, watch)
