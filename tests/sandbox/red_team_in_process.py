@@ -353,6 +353,10 @@ def lasting_code_attacks(attack, attack_class) -> dict:
         attack_class, RETURNED_LIBRARY_PARTIAL, MAKER_ROW, MAKER_RIGHT)
     cases["lasting code: a weakref.finalize callback that is a library's function"] = attack(
         attack_class, LIBRARY_FINALIZER, FRAMELESS_ROW, FRAMELESS_RIGHT)
+    cases["lasting code: a factory the program returns, which the test gives to a defaultdict"] = attack(
+        attack_class, _returning("functools.partial(setattr, *REPLACE)", "np.array([0])"),
+        consumed_row("collections_ = __import__('collections')\n        collections_.defaultdict(steps)['missing']"),
+        _returning("int", "np.array([2 * x + 1])"))
     cases["lasting code: a __getattr__ makes up a partial of setattr that dict() calls as keys"] = attack(
         attack_class, GETATTR_PARTIAL, GETATTR_ROW, GETATTR_RIGHT)
     cases["lasting code: the collector's generations frozen to hide a starmap"] = attack(

@@ -12,7 +12,13 @@ import unittest.mock
 import pytest
 
 from trl_ext.sandbox.answer_traps import library_roots
-from trl_ext.sandbox.instrumentation import ENTER_FUNCTION, FAIL_FUNCTION, HIDE_FUNCTION, instrument_checks
+from trl_ext.sandbox.instrumentation import (
+    ARGUMENT_FUNCTION,
+    ENTER_FUNCTION,
+    FAIL_FUNCTION,
+    HIDE_FUNCTION,
+    instrument_checks,
+)
 from trl_ext.sandbox.test_namespace import (
     KeptBuiltins,
     KeptClass,
@@ -228,3 +234,12 @@ def test_functions_the_test_makes_inside_its_own_are_hidden_and_its_methods_are_
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
               and str(node.func.value).endswith(HIDE_FUNCTION)]
     assert [ast.unparse(node) for node in hidden] == ["report", "lambda value: value == expected"]
+
+
+def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_literals():
+    tree = ast.parse(instrument_checks("table = defaultdict(task_func(), 3, key=sort_key, name='x')\n"))
+    framed = [ast.unparse(node.args[0]) for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
+              and str(node.func.value).endswith(ARGUMENT_FUNCTION)]
+    assert sorted(framed) == sorted([ast.unparse(ast.parse(instrument_checks("task_func()")).body[0].value),
+                                     "sort_key"])

@@ -171,6 +171,24 @@ def callee_framer(roots):
     return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots)))
 
 
+def _framed_argument(state, value):
+    framed, kinds, calls_frameless, pure, b, harness_does = state
+    if calls_frameless(value, kinds) and not harness_does(pure, value, b):
+        return framed(value)
+    return value
+
+
+def argument_framer(roots, harness_does):
+    """`frame(value)`, made before the program runs, which the test's code calls on what it passes to a call
+    (`instrumentation`): a callable that would run something impure without a frame (`_calls_frameless`, not
+    `lasting_code.pure`: a `partial` of `setattr` a call into the program returned), which a library may call for
+    the test (`sorted(data, key=...)`, `map(...)`), is framed; anything else passes as it is (a `partial` of
+    `operator.mul` stays a `partial`)."""
+    kinds = _framing_kinds(roots)
+    return types.MethodType(_framed_argument, (_framing(), kinds, _calls_frameless, lasting_code.pure,
+                                               lasting_code.bound(kinds[-1], sys.modules), harness_does))
+
+
 def _framed_attribute(state, value):
     """A class attribute with every callable in it that runs code without a frame (`_calls_frameless`) framed,
     called as before (a static, class or property part framed as that part), or None if it has none."""
@@ -402,5 +420,5 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
-                       _start_watching_new_objects, _left_frameless, _check_returned,
+                       _start_watching_new_objects, _left_frameless, _check_returned, _framed_argument,
                        *lasting_code.PROTECTED_FUNCTIONS)

@@ -11,7 +11,7 @@ from typing import Any
 
 from .test_process import JUDGE_CONSTANT
 
-__all__ = ["CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION",
+__all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION", "FAIL_FUNCTION",
            "HIDE_FUNCTION",
            "JUDGE_CONSTANT", "JUDGE_NAMES",
            "TRUST_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
@@ -27,11 +27,12 @@ ENTER_FUNCTION = "__trl_ext_enter__"  # the first call of a test class's method 
 CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_namespace.KeptClass`)
 CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
 HIDE_FUNCTION = "__trl_ext_hide__"  # on each function the test makes inside its own (`call_guard.hider`)
+ARGUMENT_FUNCTION = "__trl_ext_argument__"  # on what the test passes to a call (`answer_traps.argument_framer`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
-                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION})
+                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION, ARGUMENT_FUNCTION})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -151,9 +152,12 @@ class _ValueGuard(ast.NodeTransformer):
 
 
 class _CallsFramed(ast.NodeTransformer):
-    """`f(x)` -> `__trl_ext_call__(f)(x)`: what the test calls goes through the harness first, which frames a
-    callable that would run code without a frame (`answer_traps.callee_framer`), and is then called where it was
-    (so `super()`, `locals()` and the like still see the test's frame). A format's runner calls as it is."""
+    """`f(x, key=y)` -> `__trl_ext_call__(f)(__trl_ext_argument__(x), key=__trl_ext_argument__(y))`: what the test
+    calls goes through the harness first, which frames a callable that would run code without a frame
+    (`answer_traps.callee_framer`), and is then called where it was (so `super()`, `locals()` and the like still
+    see the test's frame); so does what it passes, where a library may call it (`sorted(data, key=task_func())`:
+    `answer_traps.argument_framer`). Literals and the test's own lambdas pass as they are; a format's runner
+    calls as it is."""
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node if node.name.startswith(("__trl_ext_", "_trl_ext_")) else self.generic_visit(node)
@@ -166,7 +170,23 @@ class _CallsFramed(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id.startswith("__trl_ext_"):
             return node
         node.func = ast.Call(ast.Name(CALL_FUNCTION, ast.Load()), [node.func], [])
+        node.args = [_passed(argument) for argument in node.args]
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                keyword.value = _passed(keyword.value)
         return node
+
+
+_NOT_A_CALLABLE = (ast.Constant, ast.JoinedStr, ast.Lambda, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp,
+                   ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Starred, ast.Compare, ast.BoolOp, ast.BinOp,
+                   ast.UnaryOp)
+
+
+def _passed(argument: ast.expr) -> ast.expr:
+    """What the test passes to a call, through the harness's argument framer (not literals and the like)."""
+    if isinstance(argument, _NOT_A_CALLABLE):
+        return argument
+    return ast.Call(ast.Name(ARGUMENT_FUNCTION, ast.Load()), [argument], [])
 
 
 class _InnerFunctionsHidden(ast.NodeTransformer):

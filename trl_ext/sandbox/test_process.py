@@ -207,13 +207,15 @@ _fail_now = types.MethodType(answer_traps._fail, (lambda sprung: None, Assertion
 
 
 def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
-                          case_class=type, call=lambda callee: callee, hide=lambda function: function):
+                          case_class=type, call=lambda callee: callee, hide=lambda function: function,
+                          argument=lambda value: value):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
                  JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
                  JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class,
-                 JUDGE_CONSTANT + "__trl_ext_call__": call, JUDGE_CONSTANT + "__trl_ext_hide__": hide}
+                 JUDGE_CONSTANT + "__trl_ext_call__": call, JUDGE_CONSTANT + "__trl_ext_hide__": hide,
+                 JUDGE_CONSTANT + "__trl_ext_argument__": argument}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -345,7 +347,8 @@ def _in_process_keepers(roots, harness_does):
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer(roots), "hide": call_guard.hider()}
+              "call": answer_traps.callee_framer(roots), "hide": call_guard.hider(),
+              "argument": answer_traps.argument_framer(roots, harness_does)}
     return answers, (make_namespace, hand, restore_mocks), judges
 
 
