@@ -411,8 +411,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
                 test_globals, modules["solution"], watch = guarded_namespace(
-                    namespace, genuine, modules, module_type,
-                    (answers[0], answers[1], answers[4]), harness_does, roots, keeper)
+                    namespace, genuine, modules, module_type, answers[:2] + answers[4:], harness_does, roots, keeper)
                 disable_collection()
                 answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
                 harness_does(set_profile, watch)
