@@ -74,6 +74,7 @@ IMPURE = {
     "operator.methodcaller": operator.methodcaller("clear"),
     "a class of a library's": collections.Counter,
     "map (it calls what it is given)": map,
+    "iter (iter(f, sentinel) calls f)": iter,
 }
 
 
@@ -104,6 +105,8 @@ CARRYING_IMPURE = {
     "cmp_to_key(a module dict's __setitem__)": lambda: functools.cmp_to_key(vars(math).__setitem__),
     "a program's subclass of map": lambda: type("Lazy", (map,), {})(setattr, [Mine], ["x"], [1]),
     "map(a library's function)": lambda: map(functools.update_wrapper, [Mine], [Mine]),
+    "map(iter, ...), which would make iter(partial of setattr, sentinel) later": lambda: map(
+        iter, [functools.partial(setattr, Mine, "x", 1)], [1]),
     "a weakref.proxy whose callback is setattr's partial": lambda: weakref.proxy(ALIVE, functools.partial(setattr, Mine, "x")),
 }
 CARRYING_PURE = {

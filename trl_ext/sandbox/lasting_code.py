@@ -9,11 +9,13 @@ replaces NumPy's check) would outlive it, and a library function run this way (`
 unguarded with arguments the program chose.
 
 So each time the program's code returns to the test, every object it made that is still alive is read
-(`frameless_left`): an object through which the interpreter may call something (anything but plain containers,
-functions, classes, wrappers that run only when called, and the program's own objects) may hold only callables
-that cannot change what the test reads (`pure`): the program's own functions (the profile function guards them),
-the constructors of built-in values, methods of immutable values and read-only methods, and built-ins without side
-effects (`len`, `math`, `operator.add`, NumPy's ufuncs). Anything else fails the test. Which objects are new is
+(`frameless_left`): an object of such a class (`_carriers`, or a class made on one of them) may hold only
+callables that cannot change what the test reads (`pure`): the program's own functions (the profile function
+guards them), the constructors of built-in values, methods of immutable values and read-only methods, and
+built-ins without side effects (`len`, `math`, `operator.add`, NumPy's ufuncs). Anything else fails the test; a
+weak reference's callback is held back instead (its referent is kept alive until the test ends). Other objects
+hold data, or run only when called (a `partial`: the test's calls of it, and what it passes to calls, are framed
+by `answer_traps`). Which objects are new is
 the collector's business: the harness freezes every generation when the program's code starts, so what the
 collector tracks afterwards was made while it ran; a program that freezes them itself (which would hide what it
 made) fails the test: a list the harness made after freezing is then missing.
@@ -44,9 +46,10 @@ _READ_ONLY_METHODS = frozenset(
      "__iter__", "__hash__", "__repr__", "__str__", "__format__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
      "__ge__"}
 )
-_PURE_BUILTINS = ("abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "getattr", "hasattr",
-                  "hash", "hex", "id", "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct", "ord",
-                  "pow", "repr", "round", "sorted", "sum")
+# Not `iter` (`iter(f, sentinel)` makes a carrier of `f` while the test runs) nor `getattr` (a library's property).
+_PURE_BUILTINS = ("abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash", "hex", "id",
+                  "isinstance", "issubclass", "len", "max", "min", "next", "oct", "ord", "pow", "repr", "round",
+                  "sorted", "sum")
 _IMPURE_OPERATORS = frozenset({"setitem", "delitem", "call", "iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imod",
                                "imul", "imatmul", "ior", "ipow", "irshift", "isub", "itruediv", "ixor"})
 
