@@ -6,9 +6,16 @@ copies (`plain_data.make_comparisons`), but much of a test compares elsewhere: `
 value of a class the program wrote answers with its own code: an `__eq__` returning True passes them all.
 
 So while the test runs, every answering method (comparison, containment, truth, arithmetic: `ANSWERING`) of a
-class the program made is replaced by a trap: calling it springs the trap (for good) and raises, and the harness
-fails a test whose trap sprang. While a call into the program runs (`call_guard`), the program's classes answer
-with their own methods again, as the program wrote them.
+class the program made, and every reducer (`REDUCERS`: `copy` and `pickle` call what it names), is replaced by a
+trap: calling it springs the trap (for good) and raises, and the harness fails a test whose trap sprang. While a
+call into the program runs (`call_guard`), the program's classes answer with their own methods again, as the
+program wrote them.
+
+The program's code can also leave code to run later without a frame of its own, which no profile function sees
+start: a callable that binds arguments around a built-in or a library's function is framed (wrapped in a function
+the profile function guards) where it is left on the program's classes, registered with `weakref.finalize`, called
+by the test or passed on by it; one that the interpreter would call on its own (a `map` of `setattr` the test
+iterates) fails the test (`lasting_code`), as does one that the program's code run outside its calls hands back.
 
 A class is the program's when it appeared while the program's code ran (its top-level code, or a call into it)
 and an answering method of it is not a function loaded from a library's file (`library_roots`): classes that
