@@ -294,9 +294,29 @@ def test_the_profile_function_cannot_be_turned_into_a_guard_by_the_program():
     from trl_ext.sandbox.answer_traps import watcher
 
     calls = []
-    watch = watcher({}, (lambda: calls.append("enter"), lambda: calls.append("leave")),
+    watch = watcher({}, (lambda: calls.append("enter"), lambda: calls.append("leave"), calls.append),
                     lambda bound: (lambda: calls.append("restore")), None, ROOTS)
     send = watch.__self__[2]
-    for fake in (("frame", "call"), (types.SimpleNamespace(f_code=None), "call"), 7, None, ("a", "b", "c")):
+    for fake in (("frame", "call", None), (types.SimpleNamespace(f_code=None), "call", None), 7, None,
+                 ("a", "b", "c"), (sys._getframe(), "return", None)):
         send(fake)
     assert calls == []
+
+
+def test_what_the_test_passes_is_framed_only_where_it_would_run_something_impure():
+    import functools
+    import math
+    import operator
+
+    from trl_ext.sandbox.answer_traps import argument_framer, returned_checker
+
+    frame = argument_framer(ROOTS, lambda function, *args: function(*args))
+    doubling, planting = functools.partial(operator.mul, 2), functools.partial(setattr, math, "tau")
+    assert frame(doubling) is doubling and frame(7) == 7 and frame(len) is len
+    framed = frame(planting)
+    assert type(framed) is types.FunctionType and framed.__code__.co_filename == "<left by the program>"
+    failures = []
+    check = returned_checker(ROOTS, failures.append, lambda function, *args: function(*args))
+    check(doubling)
+    check(planting)
+    assert len(failures) == 1
