@@ -234,13 +234,12 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
-    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`. The program's own namespace stays as
-    it is: its functions call each other unguarded."""
-    make_namespace, hand, restore_mocks = keeper
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)` and `test_function_hider`. The
+    program's own namespace stays as it is: its functions call each other unguarded."""
+    make_namespace, hand, restore_mocks, hide = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
-    hide = test_namespace.test_function_hider(call_guard.hider())
 
-    def hide_all(args, kwargs):  # the test's functions handed over as arguments, hidden (`call_guard.hidden`)
+    def hide_all(args, kwargs):  # the test's functions handed over as arguments, hidden (`call_guard.hider`)
         return tuple(hide(arg) for arg in args), {key: hide(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave, check_returned = answers
@@ -325,9 +324,10 @@ def _value_frame_writer(max_value_bytes):
 
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
-    `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand, restore_mocks)`, and the judge
-    functions the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on
-    everything it calls: `answer_traps.callee_framer`)."""
+    `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand,
+    restore_mocks)` and `test_function_hider`, and the judge functions the test's code calls (`fail`, final;
+    `enter`, first in each method of a test class; `call`, on everything it calls: `answer_traps.callee_framer`;
+    `argument`, on what it passes; `hide`, on each function it makes inside its own)."""
     get_frame = sys._getframe
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does)
     fail = answers[3]
@@ -339,17 +339,18 @@ def _in_process_keepers(roots, harness_does):
     def method_frame():  # harness_does <- method_frame <- enter <- enter_method <- the test's method
         return harness_does(get_frame, 4)
 
+    hidden = call_guard.hider()
+    hide = test_namespace.test_function_hider(hidden)
     make_namespace, hand, restore_mocks, enter = test_namespace.namespace_keeper(
-        roots, program_calling, sys.modules.get("unittest.mock"), method_frame,
-        test_namespace.test_function_hider(call_guard.hider()))
+        roots, program_calling, sys.modules.get("unittest.mock"), method_frame, hide)
 
     def enter_method():
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer(roots), "hide": call_guard.hider(),
+              "call": answer_traps.callee_framer(roots), "hide": hidden,
               "argument": answer_traps.argument_framer(roots, harness_does)}
-    return answers, (make_namespace, hand, restore_mocks), judges
+    return answers, (make_namespace, hand, restore_mocks, hide), judges
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
