@@ -135,6 +135,12 @@ def _framing_kinds(roots):
     return (*_FRAMING_KINDS, types.MethodType(_is_library_function_of, (roots, types.FunctionType, str.startswith)))
 
 
+def _purity(roots):
+    """`(kinds, bound)`: `_framing_kinds(roots)` and `lasting_code.bound` for them, made before the program runs."""
+    kinds = _framing_kinds(roots)
+    return kinds, lasting_code.bound(kinds[-1], sys.modules)
+
+
 def _framing():
     """`framed(inner)`: a function calling `inner`, whose code is not a library's (made before the program runs)."""
     scope = {"__builtins__": {}}
@@ -191,9 +197,8 @@ def argument_framer(roots, harness_does):
     `lasting_code.pure`: a `partial` of `setattr` a call into the program returned), which a library may call for
     the test (`sorted(data, key=...)`, `map(...)`), is framed; anything else passes as it is (a `partial` of
     `operator.mul` stays a `partial`)."""
-    kinds = _framing_kinds(roots)
-    return types.MethodType(_framed_argument, (_framing(), kinds, _calls_frameless, lasting_code.pure,
-                                               lasting_code.bound(kinds[-1], sys.modules), harness_does))
+    kinds, b = _purity(roots)
+    return types.MethodType(_framed_argument, (_framing(), kinds, _calls_frameless, lasting_code.pure, b, harness_does))
 
 
 def _framed_attribute(state, value):
@@ -215,8 +220,9 @@ def _framed_attribute(state, value):
 def _frame_finalizers(state, since):
     """Frames the callbacks of `weakref.finalize` registered after the `since`-th (all made while the program's
     code ran, or by its code run outside its calls) that are not the program's functions: the finalizer binds
-    their arguments (a library's function would run unguarded). Returns the latest's number. Entries are read through `_Info`'s own slots (an entry of another type, which
-    only the program could have put there, is left alone: `finalize` would fail on it)."""
+    their arguments (a library's function would run unguarded). Returns the latest's number. Entries are read
+    through `_Info`'s own slots (an entry of another type, which only the program could have put there, is left
+    alone: `finalize` would fail on it)."""
     registry, framed, kinds, list_, values, max_, info_type, index_of, func_of, set_func = state
     _, _, method_type, method_func, _, _, _, _, _, _, function_type, is_subclass, type_, is_library = kinds
     latest = since
@@ -310,7 +316,7 @@ def answer_traps(error_type, roots, harness_does=None):
     framing = _framing()
     registry = weakref.finalize._registry  # noqa: SLF001  (bound now: the program may replace the attribute)
     info_type = weakref.finalize._Info  # noqa: SLF001
-    kinds = _framing_kinds(roots)
+    kinds, left = _purity(roots)
     bound = (class_ids, ANSWERING | REDUCERS, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
              types.MappingProxyType.items, _is_library_function,
@@ -320,8 +326,6 @@ def answer_traps(error_type, roots, harness_does=None):
                                                   info_type.__dict__["func"].__set__)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
-    left = lasting_code.bound(
-        types.MethodType(_is_library_function_of, (roots, types.FunctionType, str.startswith)), sys.modules)
     keeper = _keeper((*class_ids(), finalizers, (left, flag.send, harness_does)), trap, roots, bound)
     keeper.send(None)
     send = keeper.send
@@ -374,9 +378,8 @@ def returned_checker(roots, fail, harness_does):
     the test or a library (a `__getattr__` that makes up a `partial` of `setattr`, which `dict(obj)` would call
     as `obj.keys()`): a callable that would run something impure without a frame (`_calls_frameless`,
     `lasting_code.pure`) fails the test through `fail`."""
-    kinds = _framing_kinds(roots)
-    return types.MethodType(_check_returned, (_calls_frameless, kinds, lasting_code.pure,
-                                              lasting_code.bound(kinds[-1], sys.modules), fail, harness_does))
+    kinds, b = _purity(roots)
+    return types.MethodType(_check_returned, (_calls_frameless, kinds, lasting_code.pure, b, fail, harness_does))
 
 
 def watcher(namespace, answers, snapshot, bound, roots):
