@@ -320,3 +320,26 @@ def test_what_the_test_passes_is_framed_only_where_it_would_run_something_impure
     check(doubling)
     check(planting)
     assert len(failures) == 1
+
+
+def test_asyncio_may_load_under_the_audit_hook_and_library_code_may_still_not_be_remade():
+    """`asyncio` flags its own generators with `types.coroutine` as it loads (`code.replace`, under their file's
+    name): allowed there, while the program remaking a library's code object is refused."""
+
+    def body():
+        from trl_ext.sandbox import audit_hook
+
+        for name in [name for name in sys.modules if name == "asyncio" or name.startswith("asyncio.")]:
+            del sys.modules[name]
+        audit_hook.install(ROOTS, True)
+        outcome = {}
+        for name, source in (("asyncio", "import asyncio\n"),
+                             ("remade", "import json\njson.dumps.__code__.replace(co_name='x')\n")):
+            try:
+                exec(compile(source, "solution.py", "exec"), {})
+                outcome[name] = "ran"
+            except RuntimeError:
+                outcome[name] = "refused"
+        return outcome
+
+    assert in_a_forked_child(body) == {"asyncio": "ran", "remade": "refused"}

@@ -97,3 +97,37 @@ def test_the_programs_exceptions_reach_the_test_as_they_were_raised(reward):
              "        with self.assertRaises(ValueError) as caught:\n            task_func([1])\n"
              "        self.assertIsNone(caught.exception.__context__)")
     assert score(reward, program, check) == 1.0
+
+
+# Right programs that make what the judge reads for code left to run without a frame, or hand the test what it
+# hides or frames: each scores 1.0 (`lasting_code`, `call_guard.hider`, `answer_traps.argument_framer`).
+LEFT_ALONE = {
+    "a lazy map of a pure function, iterated by the test": (
+        "import random\ndef task_func(values):\n    return map(abs, values)\n",
+        "self.assertEqual(list(task_func([-1, 2])), [1, 2])"),
+    "a defaultdict(list) the test indexes": (
+        "import random, collections\ndef task_func(values):\n    table = collections.defaultdict(list)\n"
+        "    for value in values:\n        table[value % 2].append(value)\n    return table\n",
+        "table = task_func([1, 2, 3])\n        self.assertEqual(table[1], [1, 3])\n        self.assertEqual(table[5], [])"),
+    "a partial of a pure built-in, called and passed on by the test": (
+        "import random, functools, operator\ndef task_func(values):\n    return functools.partial(operator.mul, 2)\n",
+        "double = task_func(None)\n        self.assertIsInstance(double, __import__('functools').partial)\n"
+        "        self.assertEqual(list(map(double, [1, 2])), [2, 4])"),
+    "a registry the program fills across calls": (
+        "import random\nREGISTRY = {}\ndef task_func(values):\n    REGISTRY[len(REGISTRY)] = values\n"
+        "    return dict(REGISTRY)\n",
+        "task_func('a')\n        self.assertEqual(task_func('b'), {0: 'a', 1: 'b'})"),
+    "a callback and a key the test makes, handed to the program": (
+        "import random\ndef task_func(values, key=None, report=None):\n    ordered = sorted(values, key=key)\n"
+        "    report(ordered)\n    return ordered\n",
+        "seen = []\n        def report(ordered):\n            seen.append(ordered)\n"
+        "        self.assertEqual(task_func([1, -3, 2], key=lambda v: abs(v), report=report), [1, 2, -3])\n"
+        "        self.assertEqual(seen, [[1, 2, -3]])"),
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT_ALONE))
+def test_right_programs_that_leave_pure_lazy_values_or_get_the_tests_functions_pass(reward, case):
+    program, check = LEFT_ALONE[case]
+    assert score(reward, program, check) == 1.0
+

@@ -392,15 +392,21 @@ def watcher(namespace, answers, snapshot, bound, roots):
     return types.MethodType(_watch, (namespace, not_the_program, keeper.send, str.startswith))
 
 
+# `types.coroutine`, which the standard library applies to its own generators as it loads (`asyncio.tasks`), gives
+# their code a flag through `code.replace`: the same code, under the same file name.
+_MARKS_COROUTINES = (types.coroutine.__code__.co_filename, types.coroutine.__code__.co_name)
+
+
 def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
-                        starts=str.startswith, decode=bytes.decode):
+                        starts=str.startswith, decode=bytes.decode, marks_coroutines=_MARKS_COROUTINES):
     """Why `event` (an audit event) would make code that claims to come from a library's file (or the test's)
     without being that file's content, or None. Which methods answer with the program's own code, and which code
     is the program's, is told by the file a function's code was loaded from: this keeps that unforgeable.
 
     - `compile` under a library's file name must compile that file's content (the import system does so); an
       abstract syntax tree (whose file name the event does not show) is not compiled while the program runs;
-    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's;
+    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's, but from
+      `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio` inside a call);
     - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged.
     `caller`: the frame that raised the event; `read_file(path)`: its bytes, or None."""
     if event == "compile":
@@ -414,6 +420,9 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
         if type_(filename) is str_ and starts(filename, roots) and bytes_(source) != read_file(filename):
             return "compiling code under a library's file name"
     elif event == "code.__new__":
+        code = caller.f_code if caller is not None else None
+        if code is not None and (code.co_filename, code.co_name) == marks_coroutines and args[1] != "<test>":
+            return None
         if args[1] == "<test>" or type_(args[1]) is str_ and starts(args[1], roots):
             return "making a code object under a library's file name"
     elif event == "marshal.loads":
