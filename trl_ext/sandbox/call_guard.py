@@ -99,11 +99,18 @@ def _copies(bound):
                 classes.append(_copy(cls, True, tags, dict_, get, id_, class_dict, classes_in))
                 if namespace_copy[0] is program:
                     programs[id_(cls)] = cls
+    held = get(tags[0], "held")  # the plain dicts each namespace or class held when copied, kept with that copy
+    if held is None:
+        held = tags[0]["held"] = {}
     for holder_copy in namespaces + classes:
         if holder_copy[0] is program or get(programs, id_(holder_copy[0])) is not None:
             continue
-        for value in list_(values(holder_copy[3])):
-            if type_(value) is dict_ and get(seen, id_(value)) is None:
+        known = get(held, id_(holder_copy[0]))
+        if known is None or known[0] is not holder_copy:  # a copy made again: what it holds is read again
+            known = (holder_copy, [value for value in list_(values(holder_copy[3])) if type_(value) is dict_])
+            held[id_(holder_copy[0])] = known
+        for value in known[1]:
+            if get(seen, id_(value)) is None:
                 seen[id_(value)] = value
                 namespaces.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
     copies = namespaces + classes
