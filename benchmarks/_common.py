@@ -261,14 +261,19 @@ def check_device(device: str) -> None:
 
 
 def keep_vllm_cpu_linear_weights() -> None:
-    """Make TRL's weight sync reach vLLM's CPU build on CPUs with AVX-512 BF16 (call before building a trainer).
+    """Make TRL's weight sync reach vLLM's CPU build on CPUs with AVX-512 BF16 or AMX (call before building a
+    trainer).
 
     There, vLLM loads its full kernel library and runs each linear layer through a oneDNN handle built from a copy
-    of the weight, then replaces the layer's parameter with an empty one: TRL's sync (`load_weights`) then fails on
-    it (`'Parameter' object has no attribute 'weight_loader'`), and the handle would never see new weights anyway.
-    Without oneDNN, vLLM takes its plain `torch.nn.functional.linear` path, which keeps the parameters, as it does by
-    itself on AVX2-only CPUs. Generation is unchanged but for speed. The vLLM tests and benchmark use it; a user of
-    vLLM's CPU build on such a CPU needs the same line."""
+    of the weight (with AMX, through a copy packed for its own kernels first), then replaces the layer's parameter
+    with an empty one: TRL's sync (`load_weights`) then fails on it (`'Parameter' object has no attribute
+    'weight_loader'`), and the copy would never see new weights anyway. Without either, vLLM takes its plain
+    `torch.nn.functional.linear` path, which keeps the parameters, as it does by itself on AVX2-only CPUs.
+    Generation is unchanged but for speed. The vLLM tests and benchmark use it; a user of vLLM's CPU build on such
+    a CPU needs the same lines."""
     import vllm._custom_ops as vllm_ops
+    import vllm.model_executor.layers.utils as vllm_layer_utils
 
     vllm_ops._supports_onednn = False
+    if hasattr(vllm_layer_utils, "check_cpu_sgl_kernel"):  # AMX: the packed kernels come before oneDNN
+        vllm_layer_utils.check_cpu_sgl_kernel = lambda *shape_and_dtype: False
