@@ -276,11 +276,13 @@ def consumed_row(consume: str) -> dict:
     )
 
 
+# An object whose attributes `functools.update_wrapper` copies onto NumPy's testing module.
+_HOLDER = "class Holder:\n    def __init__(self):\n        self.assert_array_equal = slice\n"
 _LASTING_HEAD = (
     "import collections, copy, copyreg, functools, itertools\nimport numpy as np\n"
     "REPLACE = (np.testing, 'assert_array_equal', slice)\n"
     "class Reduced:\n    def __reduce_ex__(self, protocol):\n        return (setattr, REPLACE)\n"
-    "class Holder:\n    def __init__(self):\n        self.assert_array_equal = slice\n"
+    + _HOLDER
 )
 
 
@@ -318,15 +320,13 @@ LASTING_RIGHT = {name: _returning(right, "np.array([2 * x + 1])") for name, (_, 
 LASTING_HOSTILE = {name: _returning(hostile, "np.array([0])") for name, (_, _, hostile) in LASTING_CASES.items()}
 # The test calls what the program returned: a `partial` of a library's function runs guarded too.
 RETURNED_LIBRARY_PARTIAL = (
-    "import functools\nimport numpy as np\n"
-    "class Holder:\n    def __init__(self):\n        self.assert_array_equal = slice\n"
-    "def task_func(x):\n    return functools.partial(functools.update_wrapper, np.testing, Holder())\n"
+    "import functools\nimport numpy as np\n" + _HOLDER
+    + "def task_func(x):\n    return functools.partial(functools.update_wrapper, np.testing, Holder())\n"
 )
 # A `weakref.finalize` callback that is a library's function, run when the returned object dies.
 LIBRARY_FINALIZER = (
-    "import functools, weakref\nimport numpy as np\ncalls = []\n"
-    "class Holder:\n    def __init__(self):\n        self.assert_array_equal = slice\n"
-    "class Later:\n    pass\n"
+    "import functools, weakref\nimport numpy as np\ncalls = []\n" + _HOLDER
+    + "class Later:\n    pass\n"
     "def task_func(x):\n    calls.append(x)\n"
     "    if len(calls) > 1:\n        return np.array([0])\n"
     "    later = Later()\n"
