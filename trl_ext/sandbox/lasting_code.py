@@ -83,7 +83,7 @@ def bound(is_library, modules):
     """Everything `frameless_left` calls, bound now (before the program runs). `is_library(function)`: whether a
     function's code is a library's or the test's (it would run unguarded); `modules`: `sys.modules` (NumPy's ufuncs
     are pure where NumPy is loaded)."""
-    pure_ids, kept = _pure_functions()
+    pure_ids, kept = _pure_functions()  # `kept` holds the functions, so that no id of theirs is reused meanwhile
     numpy = modules.get("numpy")
     pure_kinds = frozenset({operator.itemgetter, operator.attrgetter} | ({type(numpy.add)} if numpy is not None else set()))
     descriptor = type.__dict__
