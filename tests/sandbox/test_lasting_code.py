@@ -3,9 +3,13 @@ callables count as pure, which objects carry one, the collector's generations as
 the weak references whose callbacks are held back. End to end: `red_team_in_process.LASTING_CASES`."""
 
 import collections
+import datetime
+import decimal
+import fractions
 import functools
 import gc
 import itertools
+import logging
 import math
 import operator
 import sys
@@ -56,6 +60,13 @@ PURE = {
     "a NumPy ufunc": np.sqrt,
     "operator.itemgetter(1)": operator.itemgetter(1),
     "a partial of max with a pure key": functools.partial(max, key=len),
+    "collections.Counter": collections.Counter,
+    "collections.deque": collections.deque,
+    "collections.OrderedDict": collections.OrderedDict,
+    "a partial of defaultdict with a pure factory": functools.partial(collections.defaultdict, int),
+    "decimal.Decimal": decimal.Decimal,
+    "a partial of fractions.Fraction": functools.partial(fractions.Fraction, 1),
+    "datetime.timedelta": datetime.timedelta,
 }
 IMPURE = {
     "setattr": setattr,
@@ -72,7 +83,9 @@ IMPURE = {
     "a library's function (functools.update_wrapper)": functools.update_wrapper,
     "a bound method of a library's function": weakref.WeakSet().add,
     "operator.methodcaller": operator.methodcaller("clear"),
-    "a class of a library's": collections.Counter,
+    "a class of a library's (logging.FileHandler opens the file it is given)": logging.FileHandler,
+    "a partial of defaultdict whose factory is a partial of setattr": functools.partial(
+        collections.defaultdict, functools.partial(setattr, math, "tau", 1)),
     "map (it calls what it is given)": map,
     "iter (iter(f, sentinel) calls f)": iter,
 }
@@ -91,9 +104,11 @@ def test_impure_callables(b, name):
 def test_the_programs_class_is_pure_only_with_its_own_constructor(b):
     scope = {}
     exec(compile("class Point:\n    def __init__(self, x):\n        self.x = x\nclass Plain:\n    pass\n"
-                 "class OnCounter(__import__('collections').Counter):\n    pass\n", "solution.py", "exec"), scope)
+                 "class OnCounter(__import__('collections').Counter):\n    pass\n"
+                 "class OnHandler(__import__('logging').FileHandler):\n    pass\n", "solution.py", "exec"), scope)
     assert lasting_code.pure(scope["Point"], b) and lasting_code.pure(scope["Plain"], b)
-    assert not lasting_code.pure(scope["OnCounter"], b)
+    assert lasting_code.pure(scope["OnCounter"], b)  # its constructor is Counter's, which calls nothing it is given
+    assert not lasting_code.pure(scope["OnHandler"], b)  # a library's constructor (this one opens a file)
 
 
 CARRYING_IMPURE = {
@@ -102,6 +117,8 @@ CARRYING_IMPURE = {
     "filter(partial of setattr, ...)": lambda: filter(functools.partial(setattr, Mine, "x"), [1]),
     "iter(partial of setattr, sentinel)": lambda: iter(functools.partial(setattr, Mine, "x", 1), 1),
     "defaultdict(partial of setattr)": lambda: collections.defaultdict(functools.partial(setattr, Mine, "x", 1)),
+    "defaultdict(partial(defaultdict, partial of setattr))": lambda: collections.defaultdict(functools.partial(
+        collections.defaultdict, functools.partial(setattr, Mine, "x", 1))),
     "cmp_to_key(a module dict's __setitem__)": lambda: functools.cmp_to_key(vars(math).__setitem__),
     "a program's subclass of map": lambda: type("Lazy", (map,), {})(setattr, [Mine], ["x"], [1]),
     "map(a library's function)": lambda: map(functools.update_wrapper, [Mine], [Mine]),
@@ -116,6 +133,12 @@ CARRYING_PURE = {
     "zip and enumerate": lambda: (zip([1], [2]), enumerate([1])),
     "defaultdict(list)": lambda: collections.defaultdict(list),
     "defaultdict(a library's lambda)": lambda: collections.defaultdict(lambda: 0),
+    "defaultdict(Counter), defaultdict(deque), defaultdict(OrderedDict)": lambda: tuple(
+        collections.defaultdict(kind) for kind in (collections.Counter, collections.deque, collections.OrderedDict)),
+    "defaultdict(a library's class, called without arguments)": lambda: collections.defaultdict(logging.Logger),
+    "defaultdict(partial(defaultdict, int))": lambda: collections.defaultdict(
+        functools.partial(collections.defaultdict, int)),
+    "defaultdict(Decimal)": lambda: collections.defaultdict(decimal.Decimal),
     "accumulate(..., operator.add)": lambda: itertools.accumulate([1, 2], operator.add),
     "a partial of setattr on its own (the test's call of it is framed)": lambda: functools.partial(setattr, Mine, "x", 1),
     "a list holding setattr (data: nothing calls it)": lambda: [setattr, exec],

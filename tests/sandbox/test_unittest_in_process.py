@@ -117,6 +117,21 @@ LEFT_ALONE = {
         "import random\nREGISTRY = {}\ndef task_func(values):\n    REGISTRY[len(REGISTRY)] = values\n"
         "    return dict(REGISTRY)\n",
         "task_func('a')\n        self.assertEqual(task_func('b'), {0: 'a', 1: 'b'})"),
+    "defaultdicts of a standard library's classes, and of a partial of defaultdict": (
+        "import random\nfrom collections import Counter, OrderedDict, defaultdict, deque\nfrom decimal import Decimal\n"
+        "from functools import partial\n"
+        "def task_func(words):\n"
+        "    counts, seen, nested = defaultdict(Counter), defaultdict(deque), defaultdict(partial(defaultdict, int))\n"
+        "    firsts, totals = defaultdict(OrderedDict), defaultdict(Decimal)\n"
+        "    for word in words:\n"
+        "        counts[word[0]][word] += 1\n        seen[word[0]].append(word)\n"
+        "        nested[word[0]][len(word)] += 1\n        firsts[word[0]].setdefault(word, len(word))\n"
+        "        totals[word[0]] += Decimal('0.5')\n"
+        "    return counts, seen, nested, firsts, totals\n",
+        "counts, seen, nested, firsts, totals = task_func(['ab', 'ac', 'ab', 'b'])\n"
+        "        self.assertEqual(counts['a']['ab'], 2)\n        self.assertEqual(list(seen['b']), ['b'])\n"
+        "        self.assertEqual(nested['a'][2], 3)\n        self.assertEqual(list(firsts['a']), ['ab', 'ac'])\n"
+        "        self.assertEqual(str(totals['a']), '1.5')\n        self.assertEqual(counts['z'], {})"),
     "a callback and a key the test makes, handed to the program": (
         "import random\ndef task_func(values, key=None, report=None):\n    ordered = sorted(values, key=key)\n"
         "    report(ordered)\n    return ordered\n",

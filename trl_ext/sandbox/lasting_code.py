@@ -38,8 +38,14 @@ import weakref
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement (or an extension's heap type)
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: an extension's type, never a `class` statement's
 _IMMUTABLE_VALUES = frozenset({int, float, complex, bool, str, bytes, tuple, frozenset, range, slice, type(None)})
-# Built-in types that make a value from their arguments and call nothing they are given.
-_VALUE_TYPES = _IMMUTABLE_VALUES | {bytearray, list, dict, set, object, reversed, enumerate, zip}
+# Where loaded: the standard library's immutable values (`defaultdict(Decimal)`, `partial(Fraction, 1)`).
+_IMMUTABLE_LIBRARY_VALUES = (("decimal", "Decimal"), ("fractions", "Fraction"), ("datetime", "date"),
+                             ("datetime", "time"), ("datetime", "datetime"), ("datetime", "timedelta"))
+# Types that make a value from their arguments and call nothing they are given (a `Counter` or `OrderedDict` reads
+# what it is given as any iteration does). Not `defaultdict`, which keeps its factory for the interpreter to call:
+# a `partial` of it is pure where its arguments are (`pure`).
+_VALUE_TYPES = _IMMUTABLE_VALUES | {bytearray, list, dict, set, object, reversed, enumerate, zip, collections.deque,
+                                    collections.OrderedDict, collections.Counter, collections.ChainMap}
 _READ_ONLY_METHODS = frozenset(
     {"get", "keys", "values", "items", "copy", "count", "index", "fromkeys", "isdisjoint", "issubset", "issuperset",
      "union", "intersection", "difference", "symmetric_difference", "__getitem__", "__contains__", "__len__",
@@ -85,6 +91,8 @@ def bound(is_library, modules):
     are pure where NumPy is loaded)."""
     pure_ids, kept = _pure_functions()  # `kept` holds the functions, so that no id of theirs is reused meanwhile
     numpy = modules.get("numpy")
+    immutable = _IMMUTABLE_VALUES | {getattr(modules[module], name) for module, name in _IMMUTABLE_LIBRARY_VALUES
+                                     if module in modules and hasattr(modules[module], name)}
     pure_kinds = frozenset({operator.itemgetter, operator.attrgetter} | ({type(numpy.add)} if numpy is not None else set()))
     descriptor = type.__dict__
     return types.SimpleNamespace(
@@ -107,7 +115,7 @@ def bound(is_library, modules):
         module=types.ModuleType, default_dict=collections.defaultdict,
         factory=collections.defaultdict.__dict__["default_factory"].__get__,
         reference=weakref.ref, callback=weakref.ref.__dict__["__callback__"].__get__, referent=weakref.ref.__call__,
-        immutable=_IMMUTABLE_VALUES, value_types=_VALUE_TYPES, read_only=_READ_ONLY_METHODS,
+        immutable=immutable, value_types=_VALUE_TYPES | immutable, read_only=_READ_ONLY_METHODS,
         carriers=_carriers(modules),
         append=list.append, freeze=gc.freeze, objects=gc.get_objects, new_list=list,
     )
@@ -139,6 +147,8 @@ def pure(value, b, depth=0):
     if b.is_subclass(kind, b.partial):
         func, args, keywords = (part(value) for part in b.partial_parts)
         parts = (func, *args, *b.values(keywords))
+        if func is b.default_dict:  # `partial(defaultdict, int)`: pure where the factory it will be given is
+            parts = parts[1:]
         return all(pure(part, b, depth + 1) for part in parts if part is func or b.callable_(part))
     if kind in b.pure_kinds:
         return True
@@ -209,9 +219,11 @@ def frameless_left(objects, keep, canary, b):
         if carrier is b.reference:
             if b.callback(value) is not None:
                 b.append(keep, b.referent(value))
-        elif carrier is b.default_dict:  # its factory is called without arguments: any function will do
+        elif carrier is b.default_dict:  # its factory is called without arguments: any function or class will do
             factory = b.factory(value)
-            if factory is not None and b.type_(factory) is not b.function and not pure(factory, b):
+            kind_of_factory = b.type_(factory)
+            if (factory is not None and kind_of_factory is not b.function
+                    and not b.is_subclass(kind_of_factory, b.type_) and not pure(factory, b)):
                 return value
         else:
             for item in b.referents(value):
