@@ -14,10 +14,10 @@ from sandbox_helpers import in_a_forked_child
 from trl_ext.sandbox.answer_traps import (
     ANSWERING,
     answer_traps,
-    class_ids,
     forged_library_code,
     callee_framer,
     library_roots,
+    watcher,
 )
 from trl_ext.sandbox.plain_data import NotPlainData
 
@@ -34,13 +34,6 @@ def _attempt(expression, scope):
 def test_the_libraries_directories_are_roots():
     assert any(os.path.dirname(json.__file__).startswith(root.rstrip("/")) for root in ROOTS)
     assert any(pytest.__file__.startswith(root) for root in ROOTS)
-
-
-def test_class_ids_sees_every_class_and_a_new_one():
-    ids, classes = class_ids()
-    assert id(int) in ids and id(NotPlainData) in ids and len(ids) == len(classes)
-    made = type("Made", (), {})
-    assert id(made) in class_ids()[0] and id(made) not in ids
 
 
 def test_outside_the_programs_calls_its_answering_methods_are_traps():
@@ -73,6 +66,38 @@ def test_outside_the_programs_calls_its_answering_methods_are_traps():
     assert result["inside"] == {"Anything() == 7": "True", "Opposite(0) == 7": "True"}
     assert result["again"] == "trapped"
     assert result["sprung"] == [True, True]  # a trap, once sprung, stays sprung
+
+
+def test_a_library_generator_the_program_made_runs_guarded_when_the_test_resumes_it():
+    """`contextlib.contextmanager`'s generator of a library's function (`swap_attr` stands for one), made by the
+    program's code, is guarded when the test resumes it: what it sets is put back when it yields. The same generator
+    made by the test's own code, and the call guard's own generators, are left alone."""
+
+    def body():
+        import sys
+        import test.support
+
+        from trl_ext.sandbox import call_guard
+
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
+        scope = {"swap_attr": test.support.swap_attr.__wrapped__, "json": json}
+        exec(compile("def f():\n    return swap_attr(json, 'from_the_program', 'set')\n", "solution.py", "exec"), scope)
+        bound = call_guard.context(sys.modules, {}, (enter, leave, lambda: None, lambda watching: None,
+                                                     lambda args, kwargs: (args, kwargs)))
+        watch = watcher(scope, (enter, leave, lambda value: None), call_guard.take_snapshot, bound, ROOTS)
+        made_by_the_program = call_guard.guarded(scope["f"], bound)()
+        leave()  # the program's top-level code ended
+        made_by_the_test = test.support.swap_attr.__wrapped__(json, "the_tests_own", "set")
+        sys.setprofile(watch)
+        try:
+            next(made_by_the_program)
+            after_the_program = getattr(json, "from_the_program", None)
+            next(made_by_the_test)
+        finally:
+            sys.setprofile(None)
+        return {"program": after_the_program, "test": getattr(json, "the_tests_own", None), "sprung": sprung()}
+
+    assert in_a_forked_child(body) == {"program": None, "test": "set", "sprung": False}
 
 
 def test_a_trap_that_was_caught_still_counts_and_cannot_be_reset():

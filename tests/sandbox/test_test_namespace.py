@@ -19,12 +19,14 @@ from trl_ext.sandbox.instrumentation import (
     HIDE_FUNCTION,
     instrument_checks,
 )
+from trl_ext.sandbox.call_guard import hider
 from trl_ext.sandbox.test_namespace import (
     KeptBuiltins,
     KeptClass,
     KeptNamespace,
     namespace_keeper,
     nearest_code_is_program,
+    test_function_hider as function_hider,  # not a test: pytest would collect it by its name
 )
 
 ROOTS = library_roots()
@@ -234,6 +236,43 @@ def test_functions_the_test_makes_inside_its_own_are_hidden_and_its_methods_are_
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
               and str(node.func.value).endswith(HIDE_FUNCTION)]
     assert [ast.unparse(node) for node in hidden] == ["report", "lambda value: value == expected"]
+
+
+def test_what_the_test_reads_as_a_value_is_hidden_and_what_it_calls_or_reads_from_is_not():
+    """`self.report` put in a list, an object or a name may be the case's bound method: it goes through the hider;
+    `self.assertEqual(...)`, `self.data[0]` and `self.fake.calls` only read from or call what they name."""
+    source = (
+        "class TestCases(unittest.TestCase):\n"
+        "    def test_value(self):\n"
+        "        held = SimpleNamespace(report=self.report, other=getattr(self, 'other'))\n"
+        "        reports = [self.report]\n"
+        "        self.assertEqual(task_func(held, reports, self.data[0], self.fake.calls), 7)\n"
+    )
+    hidden = [ast.unparse(node.args[0]) for node in ast.walk(ast.parse(instrument_checks(source)))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
+              and str(node.func.value).endswith(HIDE_FUNCTION)]
+    assert hidden.count("self.report") == 2 and "self.fake.calls" in hidden
+    assert any("getattr" in text and "'other'" in text for text in hidden)
+    assert not any(text.startswith(("self.assertEqual", "self.data", "self.fake)")) for text in hidden)
+
+
+def test_attributes_a_match_pattern_names_stay_attributes():
+    source = ("def test_color():\n    match task_func():\n        case Color.RED if self.strict:\n            pass\n"
+              "        case enum.Enum():\n            pass\n")
+    compile(instrument_checks(source), "<test>", "exec")  # a call in a pattern would not compile
+
+
+def test_the_hider_hides_the_tests_functions_and_bound_methods_only():
+    namespace = {}
+    exec(compile("class Case:\n    def report(self, value):\n        return value\n"
+                 "def helper(x):\n    return x\n", "<test>", "exec"), namespace)
+    hide = function_hider(hider())
+    case = namespace["Case"]()
+    hidden_method, hidden_function = hide(case.report), hide(namespace["helper"])
+    assert hidden_method(7) == 7 and hidden_function(8) == 8
+    assert not hasattr(hidden_method, "__self__") and hidden_method.__closure__[0].cell_contents is not case
+    data, library_function = [1, 2], len
+    assert hide(data) is data and hide(library_function) is library_function
 
 
 def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_literals():

@@ -41,6 +41,7 @@ else:  # inside the sandbox, beside copies of its modules
     import lasting_code
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
+_RESUMABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR (`inspect`, not loaded here)
 ANSWERING = frozenset(
     {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__bool__", "__abs__", "__neg__",
      "__pos__", "__invert__"}
@@ -62,20 +63,6 @@ def library_roots():
     paths += [path for path in sys.path if os.path.isabs(path) and os.path.isdir(path) and not os.access(path, os.W_OK)]
     paths.append(os.path.dirname(os.path.abspath(__file__)))  # the harness's own modules
     return tuple(sorted({os.path.realpath(path).rstrip("/") + "/" for path in paths}))
-
-
-def class_ids(subclasses=type.__subclasses__, id_=id, root=object, set_add=set.add, list_append=list.append,
-              list_pop=list.pop):
-    """The ids of every class alive now, and the classes themselves (so that no id is reused while kept). It
-    looks up no global or builtin name: the program may have replaced any."""
-    found, ids, stack = [root], {id_(root)}, [root]
-    while stack:
-        for cls in subclasses(list_pop(stack)):
-            if id_(cls) not in ids:
-                set_add(ids, id_(cls))
-                list_append(found, cls)
-                list_append(stack, cls)
-    return ids, found
 
 
 def _sprung_flag():
@@ -242,21 +229,19 @@ def _keeper(before, trap, roots, bound):
     """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
     top-level code ended); between the outermost ones the program's classes have their own answering methods, and
     what the program left to run later without a frame of its own is framed (`_framed_attribute`,
-    `_frame_finalizers`) or, where it cannot be, fails the test (`lasting_code`). `before`: `class_ids()`, the
-    finalizer count before the program ran, and `lasting_code`'s `(bound, spring, harness_does)`."""
-    (ids_now, answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, id_,
-     items, is_library, framed_attribute, frame_finalizers) = bound
-    (trusted, alive, finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
-    seen = trusted
+    `_frame_finalizers`) or, where it cannot be, fails the test (`lasting_code`). The program's classes are those
+    among the objects made while its code ran (`_new_objects`: the collector's generations are frozen when it
+    starts), kept from one call to the next. `before`: the finalizer count before the program ran, and
+    `lasting_code`'s `(bound, spring, harness_does)`."""
+    (answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, items, is_library,
+     framed_attribute, frame_finalizers, is_subclass, type_, keep_generators) = bound
+    (finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
     left, spring, harness_does = lasting
-    kept, canary = [], _start_watching_new_objects(left)
+    programs, kept, canary = [], [], _start_watching_new_objects(left)
     command = yield
     while True:
         if command == "enter" and depth == 0:
             canary = _start_watching_new_objects(left)
-            ids, classes = ids_now()
-            trusted = trusted | (ids - seen)  # classes the test and its libraries made meanwhile
-            append(alive, classes)  # kept, so that no trusted id is reused by a class the program makes
             for cls, name, original in saved:
                 try:
                     set_attribute(cls, name, original)
@@ -268,10 +253,12 @@ def _keeper(before, trap, roots, bound):
         elif command == "leave" and depth > 0:
             depth -= 1
             if depth == 0:
-                seen, classes = ids_now()
-                for cls in classes:
-                    if id_(cls) in trusted or not flags(cls) & heap:
-                        continue
+                made = _new_objects(left, harness_does)
+                for value in made or ():
+                    if is_subclass(type_(value), type_) and flags(value) & heap:
+                        append(programs, value)
+                harness_does(keep_generators, made or ())
+                for cls in programs:
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value, roots, function_type, starts):
                             replacement = trap
@@ -285,9 +272,30 @@ def _keeper(before, trap, roots, bound):
                         except errors:
                             pass
                 finalizers = frame_finalizers(finalizers)
-                if _left_frameless(left, canary, kept, harness_does):
+                if made is None or _left_frameless(left, made, canary, kept, harness_does):
                     spring(True)
         command = yield
+
+
+def _keep_library_generators(state, made):
+    """Marks the frames of the generators, coroutines and async generators among `made` whose code is a library's:
+    the program's code made them with arguments it chose, so the profile function guards their code as the
+    program's when the test resumes them (`_watch`). A library's generator that sets an attribute
+    (`test.support.swap_attr`), resumed by the test's `next()`, would otherwise run unguarded. The mark is the
+    frame's `f_trace`, which nothing calls (tracing is refused) and the program cannot reach (frames are refused)."""
+    frame_of, mark, roots, harness, starts, type_, get = state
+    for value in made:
+        read_frame = get(frame_of, type_(value))
+        if read_frame is None:
+            continue
+        frame = read_frame(value)
+        filename = frame.f_code.co_filename if frame is not None else harness
+        if starts(filename, roots) and not starts(filename, harness):  # not the harness's own (its call guard's)
+            frame.f_trace = mark
+
+
+def _resumed_later(frame, event, arg):
+    """The mark of a library's generator that the program's code made (`_keep_library_generators`): never called."""
 
 
 def _start_watching_new_objects(b):
@@ -297,11 +305,19 @@ def _start_watching_new_objects(b):
     return b.new_list()
 
 
-def _left_frameless(b, canary, keep, harness_does):
-    """Whether the program's code just left an object that the interpreter would call something impure through on
-    its own (`lasting_code.frameless_left`), or froze the collector's generations to hide what it made."""
+def _new_objects(b, harness_does):
+    """The objects made since the generations were last frozen, or None where they cannot be read."""
     try:
-        return harness_does(lasting_code.frameless_left, harness_does(b.objects), keep, canary, b) is not None
+        return harness_does(b.objects)
+    except BaseException:  # noqa: BLE001 - the test fails
+        return None
+
+
+def _left_frameless(b, objects, canary, keep, harness_does):
+    """Whether the program's code just left among `objects` one that the interpreter would call something impure
+    through on its own (`lasting_code.frameless_left`), or froze the collector's generations to hide what it made."""
+    try:
+        return harness_does(lasting_code.frameless_left, objects, keep, canary, b) is not None
     except BaseException:  # noqa: BLE001 - whatever the program made that the reading could not handle fails it
         return True
 
@@ -317,16 +333,21 @@ def answer_traps(error_type, roots, harness_does=None):
     registry = weakref.finalize._registry  # noqa: SLF001  (bound now: the program may replace the attribute)
     info_type = weakref.finalize._Info  # noqa: SLF001
     kinds, left = _purity(roots)
-    bound = (class_ids, ANSWERING | REDUCERS, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
-             type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append, id,
+    frame_of = {kind: kind.__dict__[name].__get__ for kind, name in (
+        (types.GeneratorType, "gi_frame"), (types.CoroutineType, "cr_frame"), (types.AsyncGeneratorType, "ag_frame"))}
+    bound = (ANSWERING | REDUCERS, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
+             type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append,
              types.MappingProxyType.items, _is_library_function,
              types.MethodType(_framed_attribute, (framing, kinds)),
              types.MethodType(_frame_finalizers, (registry, framing, kinds, list, dict.values, max, info_type,
                                                   info_type.__dict__["index"].__get__, info_type.__dict__["func"].__get__,
-                                                  info_type.__dict__["func"].__set__)))
+                                                  info_type.__dict__["func"].__set__)),
+             issubclass, type, types.MethodType(_keep_library_generators, (
+                 frame_of, _resumed_later, roots, os.path.dirname(os.path.abspath(__file__)) + "/", str.startswith,
+                 type, dict.get)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
-    keeper = _keeper((*class_ids(), finalizers, (left, flag.send, harness_does)), trap, roots, bound)
+    keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
     keeper.send(None)
     send = keeper.send
     fail = types.MethodType(_fail, (flag.send, AssertionError))
@@ -335,10 +356,14 @@ def answer_traps(error_type, roots, harness_does=None):
 
 def _watch(state, frame, event, arg):
     """The profile function while the test runs (outside calls into the program, which pause it): tells the
-    guard keeper when code that is not the test's or a library's starts or ends."""
+    guard keeper when code that is not the test's or a library's starts or ends, or the code of a library's
+    generator that the program's code made (`_keep_library_generators`) is resumed or suspended."""
     if event == "call" or event == "return":
-        filename = frame.f_code.co_filename
+        code = frame.f_code
+        filename = code.co_filename
         if frame.f_globals is state[0] or not (filename == "<test>" or state[3](filename, state[1])):
+            state[2]((frame, event, arg))
+        elif code.co_flags & state[4] and frame.f_trace is state[5]:
             state[2]((frame, event, arg))
 
 
@@ -389,7 +414,8 @@ def watcher(namespace, answers, snapshot, bound, roots):
     keeper = _guard_keeper(answers, snapshot, bound, types.FrameType, type, tuple, len)
     keeper.send(None)
     not_the_program = roots + ("<frozen ",)
-    return types.MethodType(_watch, (namespace, not_the_program, keeper.send, str.startswith))
+    return types.MethodType(_watch, (namespace, not_the_program, keeper.send, str.startswith, _RESUMABLE,
+                                    _resumed_later))
 
 
 # `types.coroutine`, which the standard library applies to its own generators as it loads (`asyncio.tasks`), gives
@@ -439,5 +465,6 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
-                       _start_watching_new_objects, _left_frameless, _check_returned, _framed_argument,
+                       _start_watching_new_objects, _new_objects, _left_frameless,
+                       _keep_library_generators, _resumed_later, _check_returned, _framed_argument,
                        *lasting_code.PROTECTED_FUNCTIONS)

@@ -25,7 +25,7 @@ FAIL_FUNCTION = "__trl_ext_fail__"  # a failed check: final, even where the test
 ENTER_FUNCTION = "__trl_ext_enter__"  # the first call of a test class's method (`test_namespace.namespace_keeper`)
 CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_namespace.KeptClass`)
 CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
-HIDE_FUNCTION = "__trl_ext_hide__"  # on each function the test makes inside its own (`call_guard.hider`)
+HIDE_FUNCTION = "__trl_ext_hide__"  # on the test's functions it hands on (`test_namespace.test_function_hider`)
 ARGUMENT_FUNCTION = "__trl_ext_argument__"  # on what the test passes to a call (`answer_traps.argument_framer`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
@@ -190,9 +190,12 @@ def _passed(argument: ast.expr) -> ast.expr:
 
 class _InnerFunctionsHidden(ast.NodeTransformer):
     """A function or lambda the test makes inside one of its own (a callback, a mock's side effect, a fake that
-    `patch` puts in the program's way) becomes `__trl_ext_hide__(f)` (`call_guard.hider`): it runs as itself, but
-    the program, which may be handed it, cannot read what it closes over (the test's expected values, `self`).
-    Functions at the module's top level or in a class body (a test's methods, fixtures) stay as they are."""
+    `patch` puts in the program's way) becomes `__trl_ext_hide__(f)` (`test_namespace.test_function_hider`): it
+    runs as itself, but the program, which may be handed it, cannot read what it closes over (the test's expected
+    values, `self`). So does a method the test reads as a value rather than calls (`self.fake_get`, `getattr(self,
+    name)`), wherever it then puts it (a list, an object, a mock), so that the case it is bound to, with what
+    `setUp` stored, stays the test's; other values pass as they are. Functions at the module's top level or in a
+    class body (a test's methods, fixtures) stay as they are."""
 
     def __init__(self):
         self.depth = 0
@@ -201,13 +204,14 @@ class _InnerFunctionsHidden(ast.NodeTransformer):
         if node.name.startswith(("__trl_ext_", "_trl_ext_")):
             return node
         inner = self.depth > 0
+        decorators, node.decorator_list = node.decorator_list, []
         self.depth += 1
         self.generic_visit(node)
         self.depth -= 1
+        node.decorator_list = [self._read(decorator) for decorator in decorators]
         if not inner or isinstance(node, ast.AsyncFunctionDef):
             return node
-        hide = ast.Assign([ast.Name(node.name, ast.Store())],
-                          ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [ast.Name(node.name, ast.Load())], []))
+        hide = ast.Assign([ast.Name(node.name, ast.Store())], _hidden(ast.Name(node.name, ast.Load())))
         return [node, ast.copy_location(hide, node)]
 
     visit_FunctionDef = visit_AsyncFunctionDef = _function
@@ -216,7 +220,10 @@ class _InnerFunctionsHidden(ast.NodeTransformer):
         if node.name.startswith(("__trl_ext_", "_trl_ext_")):
             return node
         depth, self.depth = self.depth, 0  # its methods are methods, wherever the class is made
-        self.generic_visit(node)
+        node.bases = [self._read(base) for base in node.bases]
+        node.keywords = [ast.keyword(keyword.arg, self._read(keyword.value)) for keyword in node.keywords]
+        node.body = [statement for part in node.body for statement in _as_list(self.visit(part))]
+        node.decorator_list = [self._read(decorator) for decorator in node.decorator_list]
         self.depth = depth
         return node
 
@@ -225,7 +232,64 @@ class _InnerFunctionsHidden(ast.NodeTransformer):
         self.depth += 1
         self.generic_visit(node)
         self.depth -= 1
-        return ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [node], []) if inner else node
+        return _hidden(node) if inner else node
+
+    def _read(self, node: ast.expr) -> ast.expr:
+        """`node` where it is only read from or called (`self.fake.calls`, `self.helper(x)`): its parts visited,
+        not itself hidden."""
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node.value = self._read(node.value)
+            if isinstance(node, ast.Subscript):
+                node.slice = self.visit(node.slice)
+            return node
+        if isinstance(node, ast.Call):
+            if _framed(node):
+                node.func.args[0] = self._read(node.func.args[0])
+            else:
+                node.func = self._read(node.func)
+            node.args = [self.visit(argument) for argument in node.args]
+            node.keywords = [self.visit(keyword) for keyword in node.keywords]
+            return node
+        return self.visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        callee = node.func.args[0] if _framed(node) else node.func
+        node = self._read(node)
+        return _hidden(node) if _names(callee, "getattr") else node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node.value = self._read(node.value)
+        return _hidden(node) if isinstance(node.ctx, ast.Load) else node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        return self._read(node)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        node.value = self._read(node.value)
+        return node
+
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        # a pattern names values (`case Color.RED:`), which only a name or an attribute may do: left as it is
+        node.guard = self.visit(node.guard) if node.guard is not None else None
+        node.body = [statement for part in node.body for statement in _as_list(self.visit(part))]
+        return node
+
+
+def _framed(call: ast.Call) -> bool:
+    """Whether `call` is `__trl_ext_call__(f)(...)` (`_CallsFramed`)."""
+    return isinstance(call.func, ast.Call) and _names(call.func.func, CALL_FUNCTION)
+
+
+def _as_list(visited: ast.AST | list[ast.AST]) -> list[ast.AST]:
+    return visited if isinstance(visited, list) else [visited]
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _hidden(node: ast.expr) -> ast.expr:
+    return ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [node], [])
 
 
 class _JudgeNamesAsConstants(ast.NodeTransformer):

@@ -197,18 +197,23 @@ def _builtin(state, name):
 
 def _hide(state, value):
     """`value`, or, where it is the test's function (compiled from the test, or a bound method of one), that
-    function `hidden` (`call_guard.hider`): what it closes over and the case it is bound to stay the test's."""
-    hidden, function_type, method_type, type_, method_func = state
+    function `hidden` (`call_guard.hider`): what it closes over and the case it is bound to stay the test's. Its
+    code is read for the harness (`harness_does`): the audit hook refuses it to the program, and this may run
+    inside the program's call (a callback of the test's that reads `self.fake`)."""
+    hidden, function_type, method_type, type_, method_func, code_of, harness_does = state
     function = method_func(value) if type_(value) is method_type else value
-    if type_(function) is function_type and function.__code__.co_filename == "<test>":
+    if type_(function) is function_type and harness_does(code_of, function).co_filename == TEST_FILE:
         return hidden(value)
     return value
 
 
-def test_function_hider(hidden):
-    """`hide(value)` (`_hide`), made before the program runs; `hidden`: `call_guard.hider()`."""
+def test_function_hider(hidden, harness_does=None):
+    """`hide(value)` (`_hide`), made before the program runs; `hidden`: `call_guard.hider()`; `harness_does`: the
+    audit hook's (`audit_hook.install`), or None where none is installed."""
     return types.MethodType(_hide, (hidden, types.FunctionType, types.MethodType, type,
-                                    types.MethodType.__dict__["__func__"].__get__))
+                                    types.MethodType.__dict__["__func__"].__get__,
+                                    types.FunctionType.__dict__["__code__"].__get__,
+                                    harness_does or (lambda function, *args: function(*args))))
 
 
 def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):

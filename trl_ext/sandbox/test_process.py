@@ -327,7 +327,7 @@ def _in_process_keepers(roots, harness_does):
     `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand,
     restore_mocks)` and `test_function_hider`, and the judge functions the test's code calls (`fail`, final;
     `enter`, first in each method of a test class; `call`, on everything it calls: `answer_traps.callee_framer`;
-    `argument`, on what it passes; `hide`, on each function it makes inside its own)."""
+    `argument`, on what it passes; `hide`, on each function of its own it hands on)."""
     get_frame = sys._getframe
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does)
     fail = answers[3]
@@ -340,7 +340,7 @@ def _in_process_keepers(roots, harness_does):
         return harness_does(get_frame, 4)
 
     hidden = call_guard.hider()
-    hide = test_namespace.test_function_hider(hidden)
+    hide = test_namespace.test_function_hider(hidden, harness_does)
     make_namespace, hand, restore_mocks, enter = test_namespace.namespace_keeper(
         roots, program_calling, sys.modules.get("unittest.mock"), method_frame, hide)
 
@@ -348,7 +348,7 @@ def _in_process_keepers(roots, harness_does):
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer(roots), "hide": hidden,
+              "call": answer_traps.callee_framer(roots), "hide": hide,
               "argument": answer_traps.argument_framer(roots, harness_does)}
     return answers, (make_namespace, hand, restore_mocks, hide), judges
 
