@@ -5,7 +5,6 @@ the weak references whose callbacks are held back. End to end: `red_team_in_proc
 import collections
 import datetime
 import decimal
-import fractions
 import functools
 import gc
 import itertools
@@ -65,7 +64,6 @@ PURE = {
     "collections.OrderedDict": collections.OrderedDict,
     "a partial of defaultdict with a pure factory": functools.partial(collections.defaultdict, int),
     "decimal.Decimal": decimal.Decimal,
-    "a partial of fractions.Fraction": functools.partial(fractions.Fraction, 1),
     "datetime.timedelta": datetime.timedelta,
 }
 IMPURE = {
@@ -94,6 +92,15 @@ IMPURE = {
 @pytest.mark.parametrize("name", PURE)
 def test_pure_callables(b, name):
     assert lasting_code.pure(PURE[name], b)
+
+
+def test_the_standard_librarys_values_count_where_their_module_is_loaded():
+    import fractions  # loaded again here if another test unloaded it: `bound` reads `sys.modules` as it is
+
+    b = lasting_code.bound(lambda function: _is_library_function(function, ROOTS, types.FunctionType, str.startswith),
+                           sys.modules)
+    assert lasting_code.pure(functools.partial(fractions.Fraction, 1), b)
+    assert not lasting_code.pure(fractions.Fraction, lasting_code.bound(lambda function: True, {}))
 
 
 @pytest.mark.parametrize("name", IMPURE)

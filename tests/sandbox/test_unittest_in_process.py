@@ -132,6 +132,11 @@ LEFT_ALONE = {
         "        self.assertEqual(counts['a']['ab'], 2)\n        self.assertEqual(list(seen['b']), ['b'])\n"
         "        self.assertEqual(nested['a'][2], 3)\n        self.assertEqual(list(firsts['a']), ['ab', 'ac'])\n"
         "        self.assertEqual(str(totals['a']), '1.5')\n        self.assertEqual(counts['z'], {})"),
+    "a listener's bound method the program registers, which the test finds again": (
+        "import random\nHANDLERS = []\ndef task_func(handler):\n    HANDLERS.append(handler)\n    return HANDLERS\n",
+        "class Listener:\n            def on_event(self, value):\n                return value\n"
+        "        listener = Listener()\n        registered = task_func(listener.on_event)\n"
+        "        self.assertIs(registered[-1], listener.on_event)\n        self.assertEqual(registered[-1](5), 5)"),
     "a callback and a key the test makes, handed to the program": (
         "import random\ndef task_func(values, key=None, report=None):\n    ordered = sorted(values, key=key)\n"
         "    report(ordered)\n    return ordered\n",

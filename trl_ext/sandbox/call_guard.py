@@ -237,11 +237,19 @@ def _hiding(state, call):
 
 
 def _hidden_function(state, function):
-    runs_of, run, hiding, call, stop, caught = state
+    """The wrapper of `function`: the same one each time for the same function, or the same method of the same
+    object (`self.report` read twice is one callback, which a registry the program fills may be asked for)."""
+    runs_of, run, hiding, call, stop, caught, made, type_, method_type, method_parts, id_, get = state
+    key = (id_(method_parts[0](function)), id_(method_parts[1](function))) if type_(function) is method_type \
+        else id_(function)
+    known = get(made, key)
+    if known is not None:
+        return known[0]
     runs = runs_of(function, None, None, run, caught)
     runs.send(None)
     wrapper = hiding((runs.send, stop), call)
     wrapper.__name__, wrapper.__qualname__ = function.__name__, function.__qualname__
+    made[key] = (wrapper, function)  # the function kept: no id of its parts is reused meanwhile
     return wrapper
 
 
@@ -250,8 +258,9 @@ def hider():
     bound method of the test case) as the program is handed it. It runs as itself, under its own name, but what
     it holds (`__closure__`, `__self__`: the test's values, the case with what `setUp` stored) cannot be read
     from it: it closes over only the `send` of a generator, whose frame holds the function."""
-    return types.MethodType(_hidden_function,
-                            (_runs, _hidden_run, _hiding, _guarded_call, StopIteration, BaseException))
+    method_parts = (types.MethodType.__dict__["__func__"].__get__, types.MethodType.__dict__["__self__"].__get__)
+    return types.MethodType(_hidden_function, (_runs, _hidden_run, _hiding, _guarded_call, StopIteration,
+                                               BaseException, {}, type, types.MethodType, method_parts, id, dict.get))
 
 
 def guarded(function, bound):
