@@ -68,26 +68,32 @@ def test_outside_the_programs_calls_its_answering_methods_are_traps():
     assert result["sprung"] == [True, True]  # a trap, once sprung, stays sprung
 
 
-def test_a_library_generator_the_program_made_runs_guarded_when_the_test_resumes_it():
-    """`contextlib.contextmanager`'s generator of a library's function (`swap_attr` stands for one), made by the
-    program's code, is guarded when the test resumes it: what it sets is put back when it yields. The same generator
-    made by the test's own code, and the call guard's own generators, are left alone."""
+# A library's generator function that sets the attribute it is given when first resumed (as `test.support.swap_attr`).
+_SWAPPING_LIBRARY = "def swap(owner, name, value):\n    setattr(owner, name, value)\n    yield\n"
+
+
+def test_a_library_generator_the_program_made_runs_guarded_when_the_test_resumes_it(tmp_path):
+    """A library's generator made by the program's code is guarded when the test resumes it: what it sets is put back
+    when it yields. The same generator made by the test's own code, and the call guard's own generators, are left
+    alone."""
+    (tmp_path / "swapping_library.py").write_text(_SWAPPING_LIBRARY)
+    roots = (*ROOTS, f"{tmp_path}/")
 
     def body():
-        import sys
-        import test.support
-
         from trl_ext.sandbox import call_guard
 
-        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
-        scope = {"swap_attr": test.support.swap_attr.__wrapped__, "json": json}
-        exec(compile("def f():\n    return swap_attr(json, 'from_the_program', 'set')\n", "solution.py", "exec"), scope)
+        sys.path.insert(0, str(tmp_path))
+        import swapping_library
+
+        enter, leave, sprung, _ = answer_traps(NotPlainData, roots)
+        scope = {"swap": swapping_library.swap, "json": json}
+        exec(compile("def f():\n    return swap(json, 'from_the_program', 'set')\n", "solution.py", "exec"), scope)
         bound = call_guard.context(sys.modules, {}, (enter, leave, lambda: None, lambda watching: None,
                                                      lambda args, kwargs: (args, kwargs)))
-        watch = watcher(scope, (enter, leave, lambda value: None), call_guard.take_snapshot, bound, ROOTS)
+        watch = watcher(scope, (enter, leave, lambda value: None), call_guard.take_snapshot, bound, roots)
         made_by_the_program = call_guard.guarded(scope["f"], bound)()
         leave()  # the program's top-level code ended
-        made_by_the_test = test.support.swap_attr.__wrapped__(json, "the_tests_own", "set")
+        made_by_the_test = swapping_library.swap(json, "the_tests_own", "set")
         sys.setprofile(watch)
         try:
             next(made_by_the_program)
