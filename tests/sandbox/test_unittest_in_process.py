@@ -99,6 +99,28 @@ def test_the_programs_exceptions_reach_the_test_as_they_were_raised(reward):
     assert score(reward, program, check) == 1.0
 
 
+# Right programs whose values the test compares inside a list or a dict: dates, built-in functions, the test's own
+# function and a plain object compare as they are (the list is no plain data, and is compared as it is).
+IN_CONTAINERS = {
+    "a list of dates": (
+        "import random, datetime\ndef task_func(x):\n    return [datetime.date(2020, 1, x)]\n",
+        "import datetime\n        self.assertEqual(task_func(2), [datetime.date(2020, 1, 2)])"),
+    "a dict of built-in functions": (
+        "import random\ndef task_func(x):\n    return {'size': len, 'top': max}\n",
+        "self.assertEqual(task_func(0), {'size': len, 'top': max})"),
+    "the test's function and an object, found in what the program returns": (
+        "import random\ndef task_func(*values):\n    return list(values)\n",
+        "def report(value):\n            return value\n        marker = object()\n"
+        "        self.assertIn(report, task_func(report, marker))\n        self.assertIn(marker, task_func(report, marker))"),
+}
+
+
+@pytest.mark.parametrize("case", list(IN_CONTAINERS))
+def test_right_programs_whose_values_the_test_compares_in_containers_pass(reward, case):
+    program, check = IN_CONTAINERS[case]
+    assert score(reward, program, check) == 1.0
+
+
 # Right programs that make what the judge reads for code left to run without a frame, or hand the test what it
 # hides or frames: each scores 1.0 (`lasting_code`, `call_guard.hider`, `answer_traps.argument_framer`).
 LEFT_ALONE = {

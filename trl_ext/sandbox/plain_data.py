@@ -24,6 +24,12 @@ _OWN_ANSWER_METHODS = frozenset(
 )
 # Types that forward comparisons to another object the program chose: never compared as they are.
 _FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType, types.MappingProxyType)
+# Built-in types (exactly these, never a subclass) whose values compare as built-in values or by identity: no code of
+# a program's runs when one is compared. Inside a built-in container they let it be compared as it is
+# (`[len] == [len]`, `date in [date]`; `make_comparisons`).
+# Not a bound method: it compares the functions it binds with `==`, and may bind any callable.
+_COMPARED_AS_THEY_ARE = frozenset({int, float, complex, str, bytes, bool, type(None), range, slice, object, type,
+                                   types.FunctionType, types.BuiltinFunctionType, types.ModuleType})
 
 
 class NotPlainData(AssertionError):
@@ -150,7 +156,8 @@ def make_comparisons(known_types, opaque_types=()):
     - A value that is not plain data takes part in a comparison only when its class is in `known_types`
       (classes that existed before the program ran: libraries', the test's own, the standard library's value
       types) or was trusted by the test (`trust`, for `pytest.approx`), and never a forwarding proxy
-      (`weakref.proxy`, `MappingProxyType`). Anything else is refused: the comparison is False.
+      (`weakref.proxy`, `MappingProxyType`); so does a built-in container of such values, functions and plain
+      values (a list of dates). Anything else is refused: the comparison is False.
     - `value(v)` guards every value an assert computes with (names, calls, attributes, subscripts): plain data
       becomes its plain copy, so arithmetic (`abs(f(x) - y)`) runs on built-in values; a value of a class the
       program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
@@ -162,6 +169,7 @@ def make_comparisons(known_types, opaque_types=()):
     mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
         _FORWARDING_TYPES, NotPlainData
     is_instance, type_of, any_, object_type, opaque_types = isinstance, type, any, object, tuple(opaque_types)
+    by_identity, containers, max_items = _COMPARED_AS_THEY_ARE, (list, tuple, set, frozenset), 200_000
     operators = {
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
         ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
@@ -175,9 +183,26 @@ def make_comparisons(known_types, opaque_types=()):
             return not_plain
 
     def known(item):
-        kind = type_of(item)
-        return not is_instance(item, forwarding + opaque_types) and all(cls in known_types or cls is object_type for cls in
-                                                         mro_of(kind))
+        """Whether `item` may take part in a comparison as it is: a value of a known class, or a built-in container
+        (exact type) of such values, walked without running any code of theirs."""
+        stack, budget = [item], max_items
+        while stack:
+            budget -= 1
+            if budget < 0:
+                return False
+            current = stack.pop()
+            kind = type_of(current)
+            if kind in by_identity:
+                continue
+            if kind is dict:
+                stack.extend(current.keys())
+                stack.extend(current.values())
+            elif kind in containers:
+                stack.extend(current)
+            elif is_instance(current, forwarding + opaque_types) or not all(
+                    cls in known_types or cls is object_type for cls in mro_of(kind)):
+                return False
+        return True
 
     def answers_itself(item):
         # A class the program wrote (unknown, made by a `class` statement) with its own comparison or arithmetic.

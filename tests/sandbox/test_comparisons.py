@@ -1,0 +1,66 @@
+"""The harness's comparisons for test code (`trl_ext.sandbox.plain_data.make_comparisons`): which values compare as
+they are, and which are refused. End to end: `test_unittest_in_process`, the red team."""
+
+import collections
+import datetime
+import types
+
+import pytest
+
+from trl_ext.sandbox.plain_data import make_comparisons, value_types
+
+
+class Anything:
+    """A class as a program writes it: it answers every comparison itself."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+class ProgramList(list):
+    pass
+
+
+@pytest.fixture(scope="module")
+def compare():
+    return make_comparisons(value_types())[0]
+
+
+DATE = datetime.date(2020, 1, 1)
+COMPARED = {
+    "a built-in function in a list": (len, "in", [len]),
+    "lists of built-in functions": ([len], "==", [len]),
+    "a date in a list": (DATE, "in", [DATE]),
+    "lists of dates": ([DATE, DATE], "==", [DATE, DATE]),
+    "a dict of dates and functions": ({"day": DATE, "count": len}, "==", {"day": DATE, "count": len}),
+    "an object in a tuple": (object, "in", (object, int)),
+}
+REFUSED = {
+    "a list holding a program's always-equal object": ([Anything()], "==", [7]),
+    "a dict holding one": ({1: Anything()}, "==", {1: 7}),
+    "one in a list": (7, "in", [Anything()]),
+    "a program's subclass of list": (ProgramList([1, Anything()]), "==", [1, 7]),
+    "a deque (not a built-in container)": (collections.deque([Anything()]), "==", collections.deque([7])),
+    "a bound method of a program's callable (it compares what it binds with ==)": (
+        [types.MethodType(Anything(), 1)], "==", [types.MethodType(Anything(), 1)]),
+}
+
+
+@pytest.mark.parametrize("name", COMPARED)
+def test_built_in_containers_of_known_values_compare_as_they_are(compare, name):
+    left, op, right = COMPARED[name]
+    assert compare(left, op, right) is True
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_container_holding_a_value_of_the_programs_class_is_refused(compare, name):
+    left, op, right = REFUSED[name]
+    assert compare(left, op, right) is False
+
+
+def test_a_container_that_holds_itself_is_refused_not_walked_forever(compare):
+    looped = []
+    looped.append(looped)
+    assert compare(looped, "==", [len]) is False
