@@ -11,10 +11,13 @@ from trl_ext.sandbox.plain_data import make_comparisons, value_types
 
 
 class Anything:
-    """A class as a program writes it: it answers every comparison itself."""
+    """A class as a program writes it: it answers every comparison itself (and can be called)."""
 
     def __eq__(self, other):
         return True
+
+    def __call__(self, *args):
+        return None
 
     __hash__ = object.__hash__
 
