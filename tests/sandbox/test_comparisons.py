@@ -3,7 +3,9 @@ they are, and which are refused. End to end: `test_unittest_in_process`, the red
 
 import collections
 import datetime
+import math
 import types
+from unittest import mock
 
 import pytest
 
@@ -28,7 +30,8 @@ class ProgramList(list):
 
 @pytest.fixture(scope="module")
 def compare():
-    return make_comparisons(value_types())[0]
+    # as the harness knows them: the classes loaded modules define, with their bases
+    return make_comparisons(value_types() | {*type(mock.ANY).__mro__, *type(pytest.approx(7)).__mro__})[0]
 
 
 DATE = datetime.date(2020, 1, 1)
@@ -39,6 +42,7 @@ COMPARED = {
     "lists of dates": ([DATE, DATE], "==", [DATE, DATE]),
     "a dict of dates and functions": ({"day": DATE, "count": len}, "==", {"day": DATE, "count": len}),
     "an object in a tuple": (object, "in", (object, int)),
+    "a value within pytest.approx's tolerance": (7.0000001, "==", pytest.approx(7)),
 }
 REFUSED = {
     "a list holding a program's always-equal object": ([Anything()], "==", [7]),
@@ -46,6 +50,9 @@ REFUSED = {
     "one in a list": (7, "in", [Anything()]),
     "a program's subclass of list": (ProgramList([1, Anything()]), "==", [1, 7]),
     "a deque (not a built-in container)": (collections.deque([Anything()]), "==", collections.deque([7])),
+    "unittest.mock.ANY, which equals anything": (mock.ANY, "==", 7),
+    "a list holding it": ([mock.ANY], "==", [7]),
+    "an approximation with an infinite tolerance": (pytest.approx(0, abs=math.inf), "==", 7),
     "a bound method of a program's callable (it compares what it binds with ==)": (
         [types.MethodType(Anything(), 1)], "==", [types.MethodType(Anything(), 1)]),
 }

@@ -35,6 +35,7 @@ JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
+_TRUTH_ASSERTIONS = frozenset({"assertTrue", "assertFalse", "assert_", "failUnless", "failIf"})
 
 
 class _CheckInstrumenter(ast.NodeTransformer):
@@ -69,6 +70,9 @@ class _CheckInstrumenter(ast.NodeTransformer):
         self.generic_visit(node)
         if not _is_assertion_call(node.value):
             return node
+        if _called_name(node.value) in _TRUTH_ASSERTIONS and node.value.args:
+            # `assertTrue(f(x) == 7)` is `assert f(x) == 7`: its comparisons and truth tests are the harness's too
+            node.value.args[0] = _guarded(node.value.args[0])
         # A failed assertion call is final: a program that catches it (a callback it was handed) still fails.
         error = "__trl_ext_error__"
         handler = ast.ExceptHandler(ast.Name("AssertionError", ast.Load()), error, [

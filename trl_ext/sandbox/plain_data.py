@@ -27,6 +27,9 @@ _FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType, types.Mapping
 # Built-in types (exactly these, never a subclass) whose values compare as built-in values or by identity: no code of
 # a program's runs when one is compared. Inside a built-in container they let it be compared as it is
 # (`[len] == [len]`, `date in [date]`; `make_comparisons`).
+# A number no value a test checks would be close to: a library's object equal to it (an approximation with an infinite
+# tolerance) equals anything.
+_UNMATCHABLE = -1.2345678901234567e300
 # Not a bound method: it compares the functions it binds with `==`, and may bind any callable.
 _COMPARED_AS_THEY_ARE = frozenset({int, float, complex, str, bytes, bool, type(None), range, slice, object, type,
                                    types.FunctionType, types.BuiltinFunctionType, types.ModuleType})
@@ -200,9 +203,20 @@ def make_comparisons(known_types, opaque_types=()):
             elif kind in containers:
                 stack.extend(current)
             elif is_instance(current, forwarding + opaque_types) or not all(
-                    cls in known_types or cls is object_type for cls in mro_of(kind)):
+                    cls in known_types or cls is object_type for cls in mro_of(kind)) or equals_anything(current):
                 return False
         return True
+
+    def equals_anything(item):
+        """Whether a library's object says it equals what nothing could: `unittest.mock.ANY`, a
+        `pytest.approx(0, abs=inf)`. Such a value, the program's or not, is refused."""
+        for probe in (object_type(), _UNMATCHABLE):
+            try:
+                if (item == probe) is True:
+                    return True
+            except Exception:  # noqa: BLE001 - an object that cannot compare with the probe equals nothing
+                pass
+        return False
 
     def answers_itself(item):
         # A class the program wrote (unknown, made by a `class` statement) with its own comparison or arithmetic.
