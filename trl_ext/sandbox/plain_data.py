@@ -26,13 +26,13 @@ _OWN_ANSWER_METHODS = frozenset(
 _FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType, types.MappingProxyType)
 # Built-in types (exactly these, never a subclass) whose values compare as built-in values or by identity: no code of
 # a program's runs when one is compared. Inside a built-in container they let it be compared as it is
-# (`[len] == [len]`, `date in [date]`; `make_comparisons`).
+# (`[len] == [len]`, `date in [date]`; `make_comparisons`). Not a bound method: it compares the functions it binds
+# with `==`, and may bind any callable.
+_COMPARED_AS_THEY_ARE = frozenset({int, float, complex, str, bytes, bool, type(None), range, slice, object, type,
+                                   types.FunctionType, types.BuiltinFunctionType, types.ModuleType})
 # A number no value a test checks would be close to: a library's object equal to it (an approximation with an infinite
 # tolerance) equals anything.
 _UNMATCHABLE = -1.2345678901234567e300
-# Not a bound method: it compares the functions it binds with `==`, and may bind any callable.
-_COMPARED_AS_THEY_ARE = frozenset({int, float, complex, str, bytes, bool, type(None), range, slice, object, type,
-                                   types.FunctionType, types.BuiltinFunctionType, types.ModuleType})
 
 
 class NotPlainData(AssertionError):
@@ -173,6 +173,7 @@ def make_comparisons(known_types, opaque_types=()):
         _FORWARDING_TYPES, NotPlainData
     is_instance, type_of, any_, object_type, opaque_types = isinstance, type, any, object, tuple(opaque_types)
     by_identity, containers, max_items = _COMPARED_AS_THEY_ARE, (list, tuple, set, frozenset), 200_000
+    unmatchable, comparison_error = _UNMATCHABLE, Exception
     operators = {
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
         ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
@@ -210,11 +211,11 @@ def make_comparisons(known_types, opaque_types=()):
     def equals_anything(item):
         """Whether a library's object says it equals what nothing could: `unittest.mock.ANY`, a
         `pytest.approx(0, abs=inf)`. Such a value, the program's or not, is refused."""
-        for probe in (object_type(), _UNMATCHABLE):
+        for probe in (object_type(), unmatchable):
             try:
                 if (item == probe) is True:
                     return True
-            except Exception:  # noqa: BLE001 - an object that cannot compare with the probe equals nothing
+            except comparison_error:  # an object that cannot compare with the probe equals nothing
                 pass
         return False
 
