@@ -115,12 +115,6 @@ IN_CONTAINERS = {
 }
 
 
-@pytest.mark.parametrize("case", list(IN_CONTAINERS))
-def test_right_programs_whose_values_the_test_compares_in_containers_pass(reward, case):
-    program, check = IN_CONTAINERS[case]
-    assert score(reward, program, check) == 1.0
-
-
 # Right programs that make what the judge reads for code left to run without a frame, or hand the test what it
 # hides or frames: each scores 1.0 (`lasting_code`, `call_guard.hider`, `answer_traps.argument_framer`).
 LEFT_ALONE = {
@@ -168,8 +162,11 @@ LEFT_ALONE = {
 }
 
 
-@pytest.mark.parametrize("case", list(LEFT_ALONE))
-def test_right_programs_that_leave_pure_lazy_values_or_get_the_tests_functions_pass(reward, case):
-    program, check = LEFT_ALONE[case]
+RIGHT_PROGRAMS = {**IN_CONTAINERS, **LEFT_ALONE}
+
+
+@pytest.mark.parametrize("case", list(RIGHT_PROGRAMS))
+def test_right_programs_compared_in_containers_or_leaving_lazy_values_or_handed_the_tests_functions_pass(reward, case):
+    program, check = RIGHT_PROGRAMS[case]
     assert score(reward, program, check) == 1.0
 
