@@ -14,8 +14,10 @@ from sandbox_helpers import in_a_forked_child
 from trl_ext.sandbox.answer_traps import (
     ANSWERING,
     answer_traps,
-    forged_library_code,
     callee_framer,
+    context_framer,
+    forged_library_code,
+    library_objects_made,
     library_roots,
     watcher,
 )
@@ -374,3 +376,58 @@ def test_asyncio_may_load_under_the_audit_hook_and_library_code_may_still_not_be
         return outcome
 
     assert in_a_forked_child(body) == {"asyncio": "ran", "remade": "refused"}
+
+
+def _recording_restorer(calls):
+    """A stand-in for `call_guard.restoring` that records which method it was asked to run."""
+    def restoring(function):
+        def run(*args, **kwargs):
+            calls.append(function.__name__)
+            return function(*args, **kwargs)
+        return run
+    return restoring
+
+
+def test_the_libraries_objects_the_programs_code_made_are_known_and_nothing_else():
+    def body():
+        import contextlib
+        import gc
+
+        before = contextlib.ExitStack()
+        made = library_objects_made()
+        enter, leave, _, _ = answer_traps(NotPlainData, ROOTS, made=made)
+        leave()  # the program's top-level code ended
+        scope = {"__name__": "solution", "contextlib": contextlib}  # the program's module, as the harness names it
+        enter()  # a call into the program: a library's object and one of its own class
+        exec("class Own:\n    pass\nstack = contextlib.ExitStack()\nown = Own()\nnumbers = [1, 2]\n", scope)
+        leave()
+        after = contextlib.ExitStack()
+        known = {name: made(("made", value)) for name, value in
+                 (("before", before), ("after", after), ("stack", scope["stack"]), ("own", scope["own"]),
+                  ("numbers", scope["numbers"]))}
+        stack_id = id(scope.pop("stack"))
+        gc.collect()
+        gone = [value for value in (contextlib.ExitStack() for _ in range(1000)) if id(value) == stack_id]
+        reused = [made(("made", value)) for value in gone]  # an id used again is not the program's object
+        return known, reused
+
+    known, reused = in_a_forked_child(body)
+    assert known == {"before": False, "after": False, "stack": True, "own": False, "numbers": False}
+    assert True not in reused
+
+
+def test_the_tests_calls_and_with_on_the_programs_library_objects_run_under_the_restorer():
+    import contextlib
+
+    calls = []
+    made = library_objects_made()
+    made(("guard", _recording_restorer(calls)))
+    made(("guard", lambda function: function))  # only the first restorer is kept (the harness's, sent first)
+    theirs, ours = contextlib.ExitStack(), contextlib.ExitStack()
+    made(("keep", [theirs]))
+    frame, enter_with = callee_framer(ROOTS, made), context_framer(made)
+    frame(theirs.callback)(calls.append, "callback")
+    assert frame(ours.callback) == ours.callback and enter_with(ours) is ours
+    with enter_with(theirs) as entered:
+        assert entered is theirs
+    assert calls == ["callback", "__enter__", "__exit__", "callback"]  # the callback ran at the exit, as before

@@ -4,9 +4,11 @@ and a failed check of the test's is final (`instrumentation`). The end-to-end ca
 probing a callback)."""
 
 import ast
+import builtins
 import json
 import sys
 import types
+import unittest
 import unittest.mock
 
 import pytest
@@ -24,6 +26,7 @@ from trl_ext.sandbox.test_namespace import (
     KeptBuiltins,
     KeptClass,
     KeptNamespace,
+    call_argument_hider,
     namespace_keeper,
     nearest_code_is_program,
     test_function_hider as function_hider,  # not a test: pytest would collect it by its name
@@ -39,7 +42,7 @@ def _keeper(asking_program):
         failures.append(reason)
         raise AssertionError(reason)
 
-    make, hand, restore_mocks, enter = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock,
+    make, hand, restore_mocks, enter, _ = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock,
                                                    lambda: sys._getframe(3))
     namespace = make({"__builtins__": dict(vars(__builtins__) if isinstance(__builtins__, types.ModuleType)
                                            else __builtins__), "__name__": "__test__", "json": ast})
@@ -235,17 +238,20 @@ def test_functions_the_test_makes_inside_its_own_are_hidden_and_its_methods_are_
     hidden = [node.args[0] for node in ast.walk(ast.parse(instrument_checks(source)))
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
               and str(node.func.value).endswith(HIDE_FUNCTION)]
-    assert [ast.unparse(node) for node in hidden] == ["report", "lambda value: value == expected"]
+    texts = [ast.unparse(node) for node in hidden]
+    assert texts[:2] == ["report", "lambda value: value == expected"]
+    assert len(texts) == 3 and texts[2].endswith("(Fake)()")  # what a call returns goes through the hider too
 
 
 def test_what_the_test_reads_as_a_value_is_hidden_and_what_it_calls_or_reads_from_is_not():
-    """`self.report` put in a list, an object or a name may be the case's bound method: it goes through the hider;
+    """`self.report` put in a list, an object or a name may be the case's bound method, as may what a call returns
+    (`operator.attrgetter('report')(self)`): it goes through the hider;
     `self.assertEqual(...)`, `self.data[0]` and `self.fake.calls` only read from or call what they name."""
     source = (
         "class TestCases(unittest.TestCase):\n"
         "    def test_value(self):\n"
         "        held = SimpleNamespace(report=self.report, other=getattr(self, 'other'))\n"
-        "        reports = [self.report]\n"
+        "        reports = [self.report, operator.attrgetter('report')(self)]\n"
         "        self.assertEqual(task_func(held, reports, self.data[0], self.fake.calls), 7)\n"
     )
     hidden = [ast.unparse(node.args[0]) for node in ast.walk(ast.parse(instrument_checks(source)))
@@ -253,6 +259,7 @@ def test_what_the_test_reads_as_a_value_is_hidden_and_what_it_calls_or_reads_fro
               and str(node.func.value).endswith(HIDE_FUNCTION)]
     assert hidden.count("self.report") == 2 and "self.fake.calls" in hidden
     assert any("getattr" in text and "'other'" in text for text in hidden)
+    assert any("operator.attrgetter" in text for text in hidden)  # a bound method a call returns
     assert not any(text.startswith(("self.assertEqual", "self.data", "self.fake)")) for text in hidden)
 
 
@@ -275,10 +282,33 @@ def test_the_hider_hides_the_tests_functions_and_bound_methods_only():
     assert hide(data) is data and hide(library_function) is library_function
 
 
+def test_the_case_the_test_hands_to_the_program_arrives_as_a_view_of_its_data_and_hidden_methods():
+    keeper = namespace_keeper(ROOTS, lambda: False, unittest.mock, lambda: None)
+    namespace = keeper[0]({"__builtins__": vars(builtins), "unittest": unittest, "KeptClass": KeptClass})
+    exec(compile("class Case(unittest.TestCase, metaclass=KeptClass):\n"
+                 "    shared = [1, 2]\n"
+                 "    def helper(self):\n        return self.expected\n"
+                 "    def test_value(self):\n        pass\n", "<test>", "exec"), namespace)
+    case = namespace["Case"]("test_value")
+    case.expected, case.report = 7, case.helper
+    hidden = hider()
+    hand_over = call_argument_hider(hidden, function_hider(hidden), keeper[4])
+    view = hand_over(case)
+    assert view is not case and view.expected == 7 and view.helper() == 7 and view.report() == 7
+    assert view.shared == [1, 2]  # a class attribute, kept out of the class's dict
+    assert view.assertEqual(1, 1) is None and not hasattr(view, "_outcome") and not hasattr(view, "_cleanups")
+    assert not any(hasattr(getattr(view, name), "__self__") for name in ("helper", "report", "assertEqual"))
+    view.expected = 0
+    assert case.expected == 7  # what the program sets on the view is not the case's
+    listed, keyed, plain = hand_over([1, case]), hand_over({"case": (case,)}), [1, 2]
+    assert listed[0] == 1 and listed[1].expected == 7 and keyed["case"][0].expected == 7
+    assert hand_over(plain) is plain  # a container holding no case is handed as it is
+
+
 def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_literals():
     tree = ast.parse(instrument_checks("table = defaultdict(task_func(), 3, key=sort_key, name='x')\n"))
     framed = [ast.unparse(node.args[0]) for node in ast.walk(tree)
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant)
               and str(node.func.value).endswith(ARGUMENT_FUNCTION)]
-    assert sorted(framed) == sorted([ast.unparse(ast.parse(instrument_checks("task_func()")).body[0].value),
-                                     "sort_key"])
+    called = ast.unparse(ast.parse(instrument_checks("value = task_func()")).body[0].value)
+    assert sorted(framed) == sorted([called, "sort_key"])

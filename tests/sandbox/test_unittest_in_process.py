@@ -162,7 +162,22 @@ LEFT_ALONE = {
 }
 
 
-RIGHT_PROGRAMS = {**IN_CONTAINERS, **LEFT_ALONE}
+# Right programs handed the test's case, or whose library objects the test runs (`test_namespace.call_argument_hider`,
+# `answer_traps.context_framer`): each scores 1.0.
+HANDED_AND_ENTERED = {
+    "the test's case handed over: its data read, its checks run": (
+        "import random\ndef task_func(case):\n    case.assertEqual(len(case.values), 3)\n"
+        "    return sorted(case.values) + case.shared\n",
+        "self.assertEqual(task_func(self), [1, 2, 3, 1, 2])\n        self.assertEqual(self.values, [3, 1, 2])"),
+    "a library's context manager and counter the program returns, entered and called by the test": (
+        "import random, contextlib, collections\ndef task_func(values):\n"
+        "    return contextlib.nullcontext(sorted(values)), collections.Counter(values)\n",
+        "context, counts = task_func(self.values)\n        with context as ordered:\n"
+        "            self.assertEqual(ordered, [1, 2, 3])\n        self.assertEqual(counts.most_common(1), [(3, 1)])"),
+}
+
+
+RIGHT_PROGRAMS = {**IN_CONTAINERS, **LEFT_ALONE, **HANDED_AND_ENTERED}
 
 
 @pytest.mark.parametrize("case", list(RIGHT_PROGRAMS))

@@ -16,6 +16,10 @@ start: a callable that binds arguments around a built-in or a library's function
 the profile function guards) where it is left on the program's classes, registered with `weakref.finalize`, called
 by the test or passed on by it; one that the interpreter would call on its own (a `map` of `setattr` the test
 iterates) fails the test (`lasting_code`), as does one that the program's code run outside its calls hands back.
+A library's object that the program's code built with arguments it chose runs a library's code for the test: a
+generator of a library's is guarded as the program's code when resumed; the methods the test calls on any other
+(a patcher's `start()`) and its `__enter__`/`__exit__` under the test's `with` run under a snapshot put back when
+each returns (`call_guard.restoring`), its values still trapped.
 
 A class is the program's when it appeared while the program's code ran (its top-level code, or a call into it)
 and an answering method of it is not a function loaded from a library's file (`library_roots`): classes that
@@ -158,17 +162,99 @@ def _calls_frameless(callee, kinds):
 
 
 def _framed_callee(state, callee):
-    """`callee` as the test's code calls it: framed where it would run code without a frame (`_calls_frameless`)."""
-    framed, kinds = state
-    return framed(callee) if _calls_frameless(callee, kinds) else callee
+    """`callee` as the test's code calls it: framed where it would run code without a frame (`_calls_frameless`);
+    a method of an object of a library's class that the program's code made, under a snapshot put back when it
+    returns (`_made_keeper`)."""
+    framed, kinds, made = state
+    if _calls_frameless(callee, kinds):
+        return framed(callee)
+    method_type, method_self, type_ = kinds[2], _METHOD_SELF, kinds[-2]
+    if type_(callee) is method_type and made(("made", method_self(callee))) is True:
+        return made(("restoring", callee))
+    return callee
 
 
-def callee_framer(roots):
+def callee_framer(roots, made=None):
     """`frame(callee)`, made before the program runs, which the test's code calls on everything it calls
     (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
-    attribute of an object, an item of a list) runs framed, so the profile function guards it. `roots`: the
-    libraries' directories (`library_roots`)."""
-    return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots)))
+    attribute of an object, an item of a list) runs framed, so the profile function guards it; a method of a
+    library's object that the program made (`patch.object(...).start` of a patcher it returned) runs under a
+    snapshot. `roots`: the libraries' directories (`library_roots`); `made`: `library_objects_made()`."""
+    return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots), made or _nothing_made))
+
+
+def _framed_context(state, value):
+    """`value` as the test's `with` enters it: where the program's code made it and its class is a library's (a
+    `patch.object(np.testing, 'assert_array_equal', slice)` it returned), a context manager whose `__enter__` and
+    `__exit__` are the object's own under a snapshot put back when each returns (`call_guard.restoring`)."""
+    made, type_, context_type = state
+    if made(("made", value)) is not True:
+        return value
+    kind = type_(value)
+    return context_type(made(("restoring", kind.__enter__.__get__(value, kind))),
+                        made(("restoring", kind.__exit__.__get__(value, kind))))
+
+
+class _RestoringContext:
+    """What `_framed_context` hands the test's `with`: the object's own methods, each under a snapshot."""
+
+    __slots__ = ("enter", "exit")
+
+    def __init__(self, enter, exit_):
+        self.enter, self.exit = enter, exit_
+
+    def __enter__(self):
+        return self.enter()
+
+    def __exit__(self, *details):
+        return self.exit(*details)
+
+
+def context_framer(made=None):
+    """`frame(value)`, made before the program runs, which the test's code calls on what it enters with `with`
+    (`instrumentation`, `_framed_context`)."""
+    return types.MethodType(_framed_context, (made or _nothing_made, type, _RestoringContext))
+
+
+def _nothing_made(message):
+    return None
+
+
+_METHOD_SELF = types.MethodType.__dict__["__self__"].__get__
+
+
+def _made_keeper(weak, get, id_, type_, tuple_, len_, errors):
+    """Sent `(operation, value)`: "keep" (the objects of libraries' classes among those the program's code just
+    made, `_keep_library_objects`), "made" (whether `value` is one of them), "guard" (`call_guard.restoring`
+    bound to the call guard's context, once: the harness sends it before the program runs) and "restoring"
+    (`value` under it). An object is held weakly where it can be, so that it lives as long as it would have."""
+    kept, restoring = {}, None
+    message = yield
+    while True:
+        answer = None
+        operation, value = message if type_(message) is tuple_ and len_(message) == 2 else (None, None)
+        if operation == "keep":
+            for item in value:
+                try:
+                    kept[id_(item)] = weak(item)
+                except errors:
+                    kept[id_(item)] = (item,)
+        elif operation == "made":
+            entry = get(kept, id_(value))
+            answer = entry is not None and (entry[0] if type_(entry) is tuple_ else entry()) is value
+        elif operation == "guard" and restoring is None:
+            restoring = value
+        elif operation == "restoring":
+            answer = value if restoring is None else restoring(value)
+        message = yield answer
+
+
+def library_objects_made():
+    """`send` of the generator that keeps the objects of libraries' classes the program's code made
+    (`_made_keeper`), made before the program runs."""
+    keeper = _made_keeper(weakref.ref, dict.get, id, type, tuple, len, TypeError)
+    keeper.send(None)
+    return keeper.send
 
 
 def _framed_argument(state, value):
@@ -234,7 +320,7 @@ def _keeper(before, trap, roots, bound):
     starts), kept from one call to the next. `before`: the finalizer count before the program ran, and
     `lasting_code`'s `(bound, spring, harness_does)`."""
     (answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, items, is_library,
-     framed_attribute, frame_finalizers, is_subclass, type_, keep_generators) = bound
+     framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects) = bound
     (finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
     left, spring, harness_does = lasting
     programs, kept, canary = [], [], _start_watching_new_objects(left)
@@ -257,7 +343,7 @@ def _keeper(before, trap, roots, bound):
                 for value in made or ():
                     if is_subclass(type_(value), type_) and flags(value) & heap:
                         append(programs, value)
-                harness_does(keep_generators, made or ())
+                harness_does(keep_library_objects, made or ())
                 for cls in programs:
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value, roots, function_type, starts):
@@ -277,25 +363,34 @@ def _keeper(before, trap, roots, bound):
         command = yield
 
 
-def _keep_library_generators(state, made):
-    """Marks the frames of the generators, coroutines and async generators among `made` whose code is a library's:
-    the program's code made them with arguments it chose, so the profile function guards their code as the
-    program's when the test resumes them (`_watch`). A library's generator that sets an attribute
-    (`test.support.swap_attr`), resumed by the test's `next()`, would otherwise run unguarded. The mark is the
-    frame's `f_trace`, which nothing calls (tracing is refused) and the program cannot reach (frames are refused)."""
-    frame_of, mark, roots, harness, starts, type_, get = state
+def _keep_library_objects(state, made):
+    """What of `made` is a library's, built by the program's code with arguments it chose, whose code the test
+    may run later. A generator, coroutine or async generator whose code is a library's has its frame marked: the
+    profile function guards its code as the program's when the test resumes it (`_watch`); a library's generator
+    that sets an attribute (`test.support.swap_attr`), resumed by the test's `next()`, would otherwise run
+    unguarded. The mark is the frame's `f_trace`, which nothing calls (tracing is refused) and the program cannot
+    reach (frames are refused). Any other object of a class that is neither built in nor defined by the program's
+    own code (a `unittest.mock` patcher, even where the program's code first loaded `unittest.mock`) is kept
+    (`_made_keeper`): the test's calls of its methods and its `with` run them under a snapshot (`_framed_callee`,
+    `_framed_context`). A class's module is read from its dict, which the call guard has put back by now."""
+    frame_of, mark, roots, harness, starts, type_, get, flags, heap, list_, append, keep, class_dict, proxy_get = state
+    objects = list_()
     for value in made:
-        read_frame = get(frame_of, type_(value))
+        kind = type_(value)
+        read_frame = get(frame_of, kind)
         if read_frame is None:
+            if flags(kind) & heap and proxy_get(class_dict(kind), "__module__") != "solution":
+                append(objects, value)
             continue
         frame = read_frame(value)
         filename = frame.f_code.co_filename if frame is not None else harness
         if starts(filename, roots) and not starts(filename, harness):  # not the harness's own (its call guard's)
             frame.f_trace = mark
+    keep(("keep", objects))
 
 
 def _resumed_later(frame, event, arg):
-    """The mark of a library's generator that the program's code made (`_keep_library_generators`): never called."""
+    """The mark of a library's generator that the program's code made (`_keep_library_objects`): never called."""
 
 
 def _start_watching_new_objects(b):
@@ -322,10 +417,11 @@ def _left_frameless(b, objects, canary, keep, harness_does):
         return True
 
 
-def answer_traps(error_type, roots, harness_does=None):
+def answer_traps(error_type, roots, harness_does=None, made=None):
     """`(enter, leave, sprung, fail)`, to be made before the program runs: `enter()`/`leave()` around each call
     into the program (and `leave()` once after its top-level code), `sprung()` whether a trapped method was called
-    or a check of the test's failed, `fail(reason)` for a failed check (final: it springs the flag)."""
+    or a check of the test's failed, `fail(reason)` for a failed check (final: it springs the flag). `made`:
+    `library_objects_made()`, told the libraries' objects the program's code makes."""
     flag = _sprung_flag()
     flag.send(None)
     trap = types.MethodType(_spring, (flag.send, error_type))
@@ -342,9 +438,10 @@ def answer_traps(error_type, roots, harness_does=None):
              types.MethodType(_frame_finalizers, (registry, framing, kinds, list, dict.values, max, info_type,
                                                   info_type.__dict__["index"].__get__, info_type.__dict__["func"].__get__,
                                                   info_type.__dict__["func"].__set__)),
-             issubclass, type, types.MethodType(_keep_library_generators, (
+             issubclass, type, types.MethodType(_keep_library_objects, (
                  frame_of, _resumed_later, roots, os.path.dirname(os.path.abspath(__file__)) + "/", str.startswith,
-                 type, dict.get)))
+                 type, dict.get, type.__dict__["__flags__"].__get__, _HEAP_TYPE, list, list.append,
+                 made or _nothing_made, type.__dict__["__dict__"].__get__, types.MappingProxyType.get)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
     keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
@@ -357,7 +454,7 @@ def answer_traps(error_type, roots, harness_does=None):
 def _watch(state, frame, event, arg):
     """The profile function while the test runs (outside calls into the program, which pause it): tells the
     guard keeper when code that is not the test's or a library's starts or ends, or the code of a library's
-    generator that the program's code made (`_keep_library_generators`) is resumed or suspended."""
+    generator that the program's code made (`_keep_library_objects`) is resumed or suspended."""
     if event == "call" or event == "return":
         code = frame.f_code
         filename = code.co_filename
@@ -466,5 +563,7 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
                        _start_watching_new_objects, _new_objects, _left_frameless,
-                       _keep_library_generators, _resumed_later, _check_returned, _framed_argument,
+                       _keep_library_objects, _resumed_later, _check_returned, _framed_argument, _framed_context,
+                       _made_keeper, _nothing_made, _RestoringContext.__init__, _RestoringContext.__enter__,
+                       _RestoringContext.__exit__,
                        *lasting_code.PROTECTED_FUNCTIONS)

@@ -199,6 +199,21 @@ def _guarded_run(function, snapshot, bound, caught):
         bound[3]()  # gc.disable: no collection runs a finalizer of the program inside the test's code
 
 
+def _restoring_run(function, snapshot, bound, caught):
+    """One call of a library's `function` on an object the program's code made (a patcher it returned, which the
+    test enters), as `_guarded_run` without lifting the answer traps: what the call changes in modules, classes
+    and the test's names is put back when it returns, as the program's own code's changes are; the program's
+    values stay trapped (its comparisons are the library's)."""
+    args, kwargs = yield
+    restore = snapshot(bound)
+    try:
+        return function(*args, **kwargs), None
+    except caught as error:
+        return None, error
+    finally:
+        restore()
+
+
 def _runs(function, snapshot, bound, run, caught):
     """The `_guarded_run`s of `function`, a fresh one each time (a call may lead to another one)."""
     while True:
@@ -271,6 +286,14 @@ def guarded(function, bound):
     return types.MethodType(_guarded_call, (runs.send, StopIteration))
 
 
+def restoring(function, bound):
+    """`function` (a library's, bound to an object the program's code made) as the test calls it: every call under
+    a snapshot put back when it ends (`_restoring_run`); state held as `guarded`'s."""
+    runs = _runs(function, take_snapshot, bound, _restoring_run, BaseException)
+    runs.send(None)
+    return types.MethodType(_guarded_call, (runs.send, StopIteration))
+
+
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _runs, _hidden_run,
-                       _hiding, _hidden_function)
+PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _restoring_run, _runs,
+                       _hidden_run, _hiding, _hidden_function)

@@ -11,8 +11,8 @@ from typing import Any
 
 from .test_process import JUDGE_CONSTANT
 
-__all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "ENTER_FUNCTION",
-           "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
+__all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
+           "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
            "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
@@ -27,11 +27,12 @@ CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_na
 CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
 HIDE_FUNCTION = "__trl_ext_hide__"  # on the test's functions it hands on (`test_namespace.test_function_hider`)
 ARGUMENT_FUNCTION = "__trl_ext_argument__"  # on what the test passes to a call (`answer_traps.argument_framer`)
+CONTEXT_FUNCTION = "__trl_ext_context__"  # on what the test enters with `with` (`answer_traps.context_framer`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
-                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION, ARGUMENT_FUNCTION})
+                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION, ARGUMENT_FUNCTION, CONTEXT_FUNCTION})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -159,14 +160,20 @@ class _CallsFramed(ast.NodeTransformer):
     calls goes through the harness first, which frames a callable that would run code without a frame
     (`answer_traps.callee_framer`), and is then called where it was (so `super()`, `locals()` and the like still
     see the test's frame); so does what it passes, where a library may call it (`sorted(data, key=task_func())`:
-    `answer_traps.argument_framer`). Literals and the test's own lambdas pass as they are; a format's runner
-    calls as it is."""
+    `answer_traps.argument_framer`), and what it enters with `with` (`answer_traps.context_framer`). Literals and
+    the test's own lambdas pass as they are; a format's runner calls as it is."""
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node if node.name.startswith(("__trl_ext_", "_trl_ext_")) else self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         return node if node.name.startswith(("__trl_ext_", "_trl_ext_")) else self.generic_visit(node)
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        self.generic_visit(node)
+        for item in node.items:
+            item.context_expr = ast.Call(ast.Name(CONTEXT_FUNCTION, ast.Load()), [item.context_expr], [])
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -196,10 +203,11 @@ class _InnerFunctionsHidden(ast.NodeTransformer):
     """A function or lambda the test makes inside one of its own (a callback, a mock's side effect, a fake that
     `patch` puts in the program's way) becomes `__trl_ext_hide__(f)` (`test_namespace.test_function_hider`): it
     runs as itself, but the program, which may be handed it, cannot read what it closes over (the test's expected
-    values, `self`). So does a method the test reads as a value rather than calls (`self.fake_get`, `getattr(self,
-    name)`), wherever it then puts it (a list, an object, a mock), so that the case it is bound to, with what
-    `setUp` stored, stays the test's; other values pass as they are. Functions at the module's top level or in a
-    class body (a test's methods, fixtures) stay as they are."""
+    values, `self`). So does a method the test gets as a value rather than calls (`self.fake_get`, `getattr(self,
+    name)`, `operator.attrgetter(name)(self)`: an attribute read or a call's result), wherever it then puts it (a
+    list, an object, a mock), so that the case it is bound to, with what `setUp` stored, stays the test's; other
+    values pass as they are. Functions at the module's top level or in a class body (a test's methods, fixtures)
+    stay as they are."""
 
     def __init__(self):
         self.depth = 0
@@ -257,9 +265,9 @@ class _InnerFunctionsHidden(ast.NodeTransformer):
         return self.visit(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        callee = node.func.args[0] if _framed(node) else node.func
+        harness = isinstance(node.func, ast.Name) and node.func.id.startswith("__trl_ext_")
         node = self._read(node)
-        return _hidden(node) if _names(callee, "getattr") else node
+        return node if harness else _hidden(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         node.value = self._read(node.value)

@@ -108,7 +108,8 @@ def _keeper(shown_dict, program_calling, bound):
     "delete", "has" on the test's own names; "hand" (a code object the test handed over), "handed" (whether a
     code object was), "mock" (a mock the test holds), "mocks" (those seen), "case" and "is_case" (an instance
     the test's own code ran a method of: its bound methods, handed over in a mock the test set up, may run inside
-    the program's call), "class_set" and "class_get" (a test class's data attributes)."""
+    the program's call), "class_set" and "class_get" (a test class's data attributes), "class_data" (all of a
+    test class's, by the class's id)."""
     refused = bound[2]
     kept, handed, mocks, mock_ids, cases = {}, set(), [], set(), {}
     message = yield
@@ -156,6 +157,8 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
         kept[argument] = value
     elif operation == "class_get":
         answer = kept.get(argument, refused)
+    elif operation == "class_data":
+        answer = {key[1]: item for key, item in kept.items() if type_(key) is tuple_ and key[0] == argument}
     return answer
 
 
@@ -216,6 +219,67 @@ def test_function_hider(hidden, harness_does=None):
                                     harness_does or (lambda function, *args: function(*args))))
 
 
+# What unittest keeps on a case for its own running (the result it reports to, its cleanups): not the test's data.
+_RUNNER_ATTRIBUTES = frozenset(("_testMethodName", "_testMethodDoc", "_outcome", "_cleanups", "_subtest",
+                                "_type_equality_funcs"))
+
+
+def _case_view(state, case):
+    """What the program is handed for the test's `case` (`task_func(self)`): a namespace holding the data the test
+    stored on it (`setUp`'s values, the test's functions among them hidden) and each of its methods hidden
+    (`call_guard.hider`: they run as themselves, their checks the harness's), never the case itself. So the
+    program reads what the test handed it, but cannot set what the case holds for its later checks, nor reach the
+    test's class. Read through the types' own descriptors: nothing of the program's or the test's runs here."""
+    (hidden, hide, method_type, function_type, type_, mro_of, class_dict, get_attribute, method_self, namespace,
+     runner_attributes, class_data, id_, dict_) = state
+    attributes = {}
+    for owner in mro_of(type_(case))[::-1]:
+        for name, value in class_dict(owner).items():
+            if type_(value) is function_type and not name.startswith("__"):
+                attributes[name] = hidden(method_type(value, case))
+        kept = class_data(id_(owner))  # the data the test's class keeps out of its dict (`KeptClass`)
+        for name, value in kept.items() if type_(kept) is dict_ else ():
+            attributes[name] = hide(value)
+    for name, value in get_attribute(case, "__dict__").items():
+        if name not in runner_attributes:
+            bound_here = type_(value) is method_type and method_self(value) is case
+            attributes[name] = hidden(value) if bound_here else hide(value)
+    return namespace(**attributes)
+
+
+def _handed_over(state, value, depth=3):
+    """`value` as a call into the program is handed it: the test's case replaced by its view (`_case_view`), also
+    inside the built-in lists, tuples and dicts it is passed in (a copy made only where one holds a case), and the
+    test's functions hidden (`_hide`)."""
+    view, hide, type_, kept_class, list_, tuple_, dict_ = state
+    if type_(type_(value)) is kept_class:
+        return view(value)
+    if depth and (type_(value) is list_ or type_(value) is tuple_):
+        items, changed = [], False
+        for item in value:
+            items.append(_handed_over(state, item, depth - 1))
+            changed = changed or items[-1] is not item
+        return type_(value)(items) if changed else value
+    if depth and type_(value) is dict_:
+        items, changed = {}, False
+        for key, item in value.items():
+            items[key] = _handed_over(state, item, depth - 1)
+            changed = changed or items[key] is not item
+        return items if changed else value
+    return hide(value)
+
+
+def call_argument_hider(hidden, hide, class_data):
+    """`hand_over(value)` (`_handed_over`), made before the program runs, for each argument of a call into the
+    program; `hidden`: `call_guard.hider()`, `hide`: `test_function_hider`, `class_data`: `namespace_keeper`'s."""
+    method_type = types.MethodType
+    view = types.MethodType(_case_view, (
+        hidden, hide, method_type, types.FunctionType, type, type.__dict__["__mro__"].__get__,
+        type.__dict__["__dict__"].__get__, object.__getattribute__, method_type.__dict__["__self__"].__get__,
+        types.SimpleNamespace, _RUNNER_ATTRIBUTES, class_data, id, dict))
+    return types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict))
+
+
 def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):
     """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked, and
     the test's functions in its configuration (a side effect) are replaced by themselves `hide`n. Nothing of the
@@ -245,13 +309,14 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
 
 
 def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=None):
-    """`(namespace, hand, restore_mocks, enter)` for one test process, made before the program runs.
+    """`(namespace, hand, restore_mocks, enter, class_data)` for one test process, made before the program runs.
 
     `namespace(initial)`: the test module's namespace, holding `initial` (modules, the program's names) in its
     dict. `hand(values)`: what the test holds when it calls into the program (the call's arguments, its locals):
     functions are handed over, mocks watched. `restore_mocks()`: each watched mock's own methods put back (an
     assignment on the mock or on the class it alone has is removed). `enter()`: the check a test method runs
-    first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`. `hide`:
+    first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`.
+    `class_data(class_id)`: the data attributes a test class keeps, by name (to the harness only). `hide`:
     `test_function_hider`, for the test's functions a mock holds.
     """
     refused, made = object(), KeptNamespace()
@@ -315,7 +380,10 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
                 receiver is None or send(("is_case", receiver, None)) is not True):
             fail("the program called a method of the test")
 
-    return namespace, hand, restore_mocks, enter
+    def class_data(class_id):
+        return send(("class_data", class_id, None))
+
+    return namespace, hand, restore_mocks, enter, class_data
 
 
 def _mock_method_names(mock_module):
@@ -334,4 +402,4 @@ def _mock_method_names(mock_module):
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute, _is_data,
                        nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin,
-                       _walk, _hide)
+                       _walk, _hide, _case_view, _handed_over)

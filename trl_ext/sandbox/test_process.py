@@ -6,6 +6,7 @@ a test process (a Python test, or a C++ binary with the test's input).
 
 import builtins
 import fcntl
+import functools
 import gc
 import json
 import os
@@ -208,14 +209,14 @@ _fail_now = types.MethodType(answer_traps._fail, (lambda sprung: None, Assertion
 
 def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
                           case_class=type, call=lambda callee: callee, hide=lambda function: function,
-                          argument=lambda value: value):
+                          argument=lambda value: value, context=lambda value: value):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
                  JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
                  JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class,
                  JUDGE_CONSTANT + "__trl_ext_call__": call, JUDGE_CONSTANT + "__trl_ext_hide__": hide,
-                 JUDGE_CONSTANT + "__trl_ext_argument__": argument}
+                 JUDGE_CONSTANT + "__trl_ext_argument__": argument, JUDGE_CONSTANT + "__trl_ext_context__": context}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -234,13 +235,14 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
-    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)` and `test_function_hider`. The
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider` and
+    `answer_traps.library_objects_made`. The
     program's own namespace stays as it is: its functions call each other unguarded."""
-    make_namespace, hand, restore_mocks, hide = keeper
+    make_namespace, hand, restore_mocks, hand_over, made = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
-    def hide_all(args, kwargs):  # the test's functions handed over as arguments, hidden (`call_guard.hider`)
-        return tuple(hide(arg) for arg in args), {key: hide(value) for key, value in kwargs.items()}
+    def hide_all(args, kwargs):  # the test's functions and its case, handed over as arguments, hidden
+        return tuple(hand_over(arg) for arg in args), {key: hand_over(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave, check_returned = answers
 
@@ -266,6 +268,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     answers = (enter, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
                                answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
+    made(("guard", functools.partial(call_guard.restoring, bound=bound)))  # for the libraries' objects it made
     view = module_type("solution")
     for name, item in namespace.items():
         # `type()`, not `isinstance`, which would run a `__class__` property of the program's here, unguarded
@@ -325,11 +328,13 @@ def _value_frame_writer(max_value_bytes):
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
     `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand,
-    restore_mocks)` and `test_function_hider`, and the judge functions the test's code calls (`fail`, final;
-    `enter`, first in each method of a test class; `call`, on everything it calls: `answer_traps.callee_framer`;
-    `argument`, on what it passes; `hide`, on each function of its own it hands on)."""
+    restore_mocks)`, `call_argument_hider` and `answer_traps.library_objects_made`, and the judge functions the
+    test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on everything it
+    calls: `answer_traps.callee_framer`; `argument`, on what it passes; `hide`, on each function of its own it
+    hands on; `context`, on what it enters with `with`)."""
     get_frame = sys._getframe
-    answers = answer_traps.answer_traps(NotPlainData, roots, harness_does)
+    made = answer_traps.library_objects_made()
+    answers = answer_traps.answer_traps(NotPlainData, roots, harness_does, made)
     fail = answers[3]
     answers += (answer_traps.returned_checker(roots, fail, harness_does),)
 
@@ -341,16 +346,18 @@ def _in_process_keepers(roots, harness_does):
 
     hidden = call_guard.hider()
     hide = test_namespace.test_function_hider(hidden, harness_does)
-    make_namespace, hand, restore_mocks, enter = test_namespace.namespace_keeper(
+    make_namespace, hand, restore_mocks, enter, class_data = test_namespace.namespace_keeper(
         roots, program_calling, sys.modules.get("unittest.mock"), method_frame, hide)
 
     def enter_method():
         enter(fail)
 
     judges = {"fail": fail, "enter": enter_method, "case_class": test_namespace.KeptClass,
-              "call": answer_traps.callee_framer(roots), "hide": hide,
-              "argument": answer_traps.argument_framer(roots, harness_does)}
-    return answers, (make_namespace, hand, restore_mocks, hide), judges
+              "call": answer_traps.callee_framer(roots, made), "hide": hide,
+              "argument": answer_traps.argument_framer(roots, harness_does),
+              "context": answer_traps.context_framer(made)}
+    hand_over = test_namespace.call_argument_hider(hidden, hide, class_data)
+    return answers, (make_namespace, hand, restore_mocks, hand_over, made), judges
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
