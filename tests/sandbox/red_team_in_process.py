@@ -385,6 +385,15 @@ def lasting_code_attacks(attack, attack_class) -> dict:
     cases["lasting code: a patcher the program returns sets the check when the test starts it"] = attack(
         attack_class, patcher, consumed_row("steps.start()"),
         _returning("__import__('types').SimpleNamespace(start=int)", "np.array([2 * x + 1])"))
+    # A partial of `setattr` the test hands to a library other than as a call's argument: set as a defaultdict's
+    # factory, or in a list that `map(operator.call, ...)` runs.
+    setter, plain = _returning("functools.partial(setattr, *REPLACE)", "np.array([0])"), _returning(
+        "int", "np.array([2 * x + 1])")
+    cases["lasting code: a returned partial of setattr, set by the test as a defaultdict's factory"] = attack(
+        attack_class, setter, consumed_row("table = __import__('collections').defaultdict(int)\n"
+                                           "        table.default_factory = steps\n        table['missing']"), plain)
+    cases["lasting code: a returned partial of setattr, in a list the test maps operator.call over"] = attack(
+        attack_class, setter, consumed_row("list(map(__import__('operator').call, [steps]))"), plain)
     cases["lasting code: the collector's generations frozen to hide a starmap"] = attack(
         attack_class, FREEZE_THE_COLLECTOR, consumed_row("list(steps)"), LASTING_RIGHT["list() of an itertools.starmap of setattr"])
     return cases

@@ -175,6 +175,7 @@ def test_frameless_callables_the_program_leaves_are_framed_outside_its_calls():
 
         def code_file(value):
             inner = getattr(value, "__func__", getattr(value, "fget", value))
+            inner = inner.func if type(inner) is functools.partial else inner  # a partial is framed in place
             return getattr(getattr(inner, "__code__", None), "co_filename", type(inner).__name__)
 
         outside = {name: code_file(later[name]) for name in ("__del__", "note", "size", "__hash__", "count",
@@ -431,3 +432,25 @@ def test_the_tests_calls_and_with_on_the_programs_library_objects_run_under_the_
     with enter_with(theirs) as entered:
         assert entered is theirs
     assert calls == ["callback", "__enter__", "__exit__", "callback"]  # the callback ran at the exit, as before
+
+
+def test_a_partial_the_programs_code_makes_is_framed_in_place_where_it_would_run_something_impure():
+    def body():
+        import functools
+        import operator
+
+        enter, leave, _, _ = answer_traps(NotPlainData, ROOTS)
+        leave()
+        holder = types.SimpleNamespace()
+        scope = {"__name__": "solution", "functools": functools, "operator": operator, "holder": holder}
+        enter()
+        exec("setter = functools.partial(setattr, holder, 'x', 1)\ndouble = functools.partial(operator.mul, 2)\n",
+             scope)
+        leave()
+        setter, double = scope["setter"], scope["double"]
+        setter()
+        return {"setter": setter.func.__code__.co_filename, "double": double.func is operator.mul,
+                "still a partial": type(setter) is functools.partial, "set": holder.x}
+
+    assert in_a_forked_child(body) == {"setter": "<left by the program>", "double": True, "still a partial": True,
+                                       "set": 1}

@@ -14,7 +14,8 @@ program wrote them.
 The program's code can also leave code to run later without a frame of its own, which no profile function sees
 start: a callable that binds arguments around a built-in or a library's function is framed (wrapped in a function
 the profile function guards) where it is left on the program's classes, registered with `weakref.finalize`, called
-by the test or passed on by it; one that the interpreter would call on its own (a `map` of `setattr` the test
+by the test or passed on by it, and a `partial` the program's code made is framed in place, wherever it then goes;
+one that the interpreter would call on its own (a `map` of `setattr` the test
 iterates) fails the test (`lasting_code`), as does one that the program's code run outside its calls hands back.
 A library's object that the program's code built with arguments it chose runs a library's code for the test: a
 generator of a library's is guarded as the program's code when resumed; the methods the test calls on any other
@@ -372,14 +373,18 @@ def _keep_library_objects(state, made):
     reach (frames are refused). Any other object of a class that is neither built in nor defined by the program's
     own code (a `unittest.mock` patcher, even where the program's code first loaded `unittest.mock`) is kept
     (`_made_keeper`): the test's calls of its methods and its `with` run them under a snapshot (`_framed_callee`,
-    `_framed_context`). A class's module is read from its dict, which the call guard has put back by now."""
-    frame_of, mark, roots, harness, starts, type_, get, flags, heap, list_, append, keep, class_dict, proxy_get = state
+    `_framed_context`). A class's module is read from its dict, which the call guard has put back by now. A
+    `functools.partial` is framed in place where it would run something impure (`_frame_partial`)."""
+    (frame_of, mark, roots, harness, starts, type_, get, flags, heap, list_, append, keep, class_dict, proxy_get,
+     is_subclass, partial_type, frame_partial) = state
     objects = list_()
     for value in made:
         kind = type_(value)
         read_frame = get(frame_of, kind)
         if read_frame is None:
-            if flags(kind) & heap and proxy_get(class_dict(kind), "__module__") != "solution":
+            if is_subclass(kind, partial_type):
+                frame_partial(value)
+            elif flags(kind) & heap and proxy_get(class_dict(kind), "__module__") != "solution":
                 append(objects, value)
             continue
         frame = read_frame(value)
@@ -387,6 +392,18 @@ def _keep_library_objects(state, made):
         if starts(filename, roots) and not starts(filename, harness):  # not the harness's own (its call guard's)
             frame.f_trace = mark
     keep(("keep", objects))
+
+
+def _frame_partial(state, value):
+    """Frames a `functools.partial` the program's code made, in place, where calling it would run something impure
+    without a frame (`_calls_frameless`, `lasting_code.pure`: a `partial` of `setattr`, of a library's function):
+    its function becomes `framed(function)`, so it does what it did, guarded, wherever it goes (a list, an
+    attribute the test sets, a library that calls it). Read and set through `partial`'s own descriptors: a
+    subclass of the program's runs none of its code here."""
+    calls_frameless, kinds, pure, b, framed, parts, set_state, instance_dict = state
+    if calls_frameless(value, kinds) and not pure(value, b):
+        func, args, keywords = (part(value) for part in parts)
+        set_state(value, (framed(func), args, keywords or None, instance_dict(value) or None))
 
 
 def _resumed_later(frame, event, arg):
@@ -441,7 +458,10 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
              issubclass, type, types.MethodType(_keep_library_objects, (
                  frame_of, _resumed_later, roots, os.path.dirname(os.path.abspath(__file__)) + "/", str.startswith,
                  type, dict.get, type.__dict__["__flags__"].__get__, _HEAP_TYPE, list, list.append,
-                 made or _nothing_made, type.__dict__["__dict__"].__get__, types.MappingProxyType.get)))
+                 made or _nothing_made, type.__dict__["__dict__"].__get__, types.MappingProxyType.get, issubclass,
+                 functools.partial, types.MethodType(_frame_partial, (
+                     _calls_frameless, kinds, lasting_code.pure, left, framing, left.partial_parts,
+                     functools.partial.__setstate__, functools.partial.__dict__["__dict__"].__get__)))))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
     keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
@@ -564,6 +584,6 @@ PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_functi
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
                        _start_watching_new_objects, _new_objects, _left_frameless,
                        _keep_library_objects, _resumed_later, _check_returned, _framed_argument, _framed_context,
-                       _made_keeper, _nothing_made, _RestoringContext.__init__, _RestoringContext.__enter__,
+                       _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__, _RestoringContext.__enter__,
                        _RestoringContext.__exit__,
                        *lasting_code.PROTECTED_FUNCTIONS)

@@ -286,9 +286,11 @@ def guarded(function, bound):
     return types.MethodType(_guarded_call, (runs.send, StopIteration))
 
 
-def restoring(function, bound):
+def restoring(bound, function):
     """`function` (a library's, bound to an object the program's code made) as the test calls it: every call under
-    a snapshot put back when it ends (`_restoring_run`); state held as `guarded`'s."""
+    a snapshot put back when it ends (`_restoring_run`); state held as `guarded`'s. `bound` first, so that the
+    harness binds it with `types.MethodType` (a `partial` made then would be framed as the program's,
+    `answer_traps._frame_partial`)."""
     runs = _runs(function, take_snapshot, bound, _restoring_run, BaseException)
     runs.send(None)
     return types.MethodType(_guarded_call, (runs.send, StopIteration))

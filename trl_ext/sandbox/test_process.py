@@ -6,7 +6,6 @@ a test process (a Python test, or a C++ binary with the test's input).
 
 import builtins
 import fcntl
-import functools
 import gc
 import json
 import os
@@ -268,7 +267,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     answers = (enter, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
                                answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
-    made(("guard", functools.partial(call_guard.restoring, bound=bound)))  # for the libraries' objects it made
+    made(("guard", types.MethodType(call_guard.restoring, bound)))  # for the libraries' objects the program made
     view = module_type("solution")
     for name, item in namespace.items():
         # `type()`, not `isinstance`, which would run a `__class__` property of the program's here, unguarded
