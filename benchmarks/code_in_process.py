@@ -39,6 +39,12 @@ ROWS = {
         "        pd.testing.assert_frame_equal(task_func(4), pd.DataFrame({'a': [9]}))\n",
         "import pandas as pd\ndef task_func(x):\n    return pd.DataFrame({'a': [2 * x + 1]})\n",
     ),
+    "pandas, methods of the returned frame": (
+        _UNITTEST.format(imports="import pandas as pd", decorator="", mock="")
+        + "        result = task_func(3)\n        self.assertTrue(result.equals(pd.DataFrame({'a': [7]})))\n"
+        "        self.assertEqual(result.to_dict(), {'a': {0: 7}})\n        self.assertEqual(result.sum().tolist(), [7])\n",
+        "import pandas as pd\ndef task_func(x):\n    return pd.DataFrame({'a': [2 * x + 1]})\n",
+    ),
     "Matplotlib, a plot made in the call": (
         _UNITTEST.format(imports="import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt",
                          decorator="", mock="")
