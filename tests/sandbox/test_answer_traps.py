@@ -432,6 +432,9 @@ def test_the_tests_calls_and_with_on_the_programs_library_objects_run_under_the_
     with enter_with(theirs) as entered:
         assert entered is theirs
     assert calls == ["callback", "__enter__", "__exit__", "callback"]  # the callback ran at the exit, as before
+    no_context = types.SimpleNamespace()
+    made(("keep", [no_context]))
+    assert enter_with(no_context) is no_context  # `with` then says it is no context manager, as it would
 
 
 def test_a_partial_the_programs_code_makes_is_framed_in_place_where_it_would_run_something_impure():

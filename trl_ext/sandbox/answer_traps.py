@@ -188,12 +188,15 @@ def _framed_context(state, value):
     """`value` as the test's `with` enters it: where the program's code made it and its class is a library's (a
     `patch.object(np.testing, 'assert_array_equal', slice)` it returned), a context manager whose `__enter__` and
     `__exit__` are the object's own under a snapshot put back when each returns (`call_guard.restoring`)."""
-    made, type_, context_type = state
+    made, type_, context_type, get_attribute = state
     if made(("made", value)) is not True:
         return value
     kind = type_(value)
-    return context_type(made(("restoring", kind.__enter__.__get__(value, kind))),
-                        made(("restoring", kind.__exit__.__get__(value, kind))))
+    enter, exit_ = get_attribute(kind, "__enter__", None), get_attribute(kind, "__exit__", None)
+    if enter is None or exit_ is None:  # no context manager: `with` says so, as it would
+        return value
+    return context_type(made(("restoring", enter.__get__(value, kind))),
+                        made(("restoring", exit_.__get__(value, kind))))
 
 
 class _RestoringContext:
@@ -214,7 +217,7 @@ class _RestoringContext:
 def context_framer(made=None):
     """`frame(value)`, made before the program runs, which the test's code calls on what it enters with `with`
     (`instrumentation`, `_framed_context`)."""
-    return types.MethodType(_framed_context, (made or _nothing_made, type, _RestoringContext))
+    return types.MethodType(_framed_context, (made or _nothing_made, type, _RestoringContext, getattr))
 
 
 def _nothing_made(message):
@@ -584,6 +587,6 @@ PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_functi
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
                        _start_watching_new_objects, _new_objects, _left_frameless,
                        _keep_library_objects, _resumed_later, _check_returned, _framed_argument, _framed_context,
-                       _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__, _RestoringContext.__enter__,
-                       _RestoringContext.__exit__,
+                       _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__,
+                       _RestoringContext.__enter__, _RestoringContext.__exit__,
                        *lasting_code.PROTECTED_FUNCTIONS)

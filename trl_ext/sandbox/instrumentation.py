@@ -12,8 +12,8 @@ from typing import Any
 from .test_process import JUDGE_CONSTANT
 
 __all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
-           "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION", "TRUTH_FUNCTION",
-           "VALUE_FUNCTION", "instrument_checks"]
+           "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION",
+           "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
 CHECK_FUNCTION = "__trl_ext_check__"
@@ -27,7 +27,7 @@ CASE_CLASS = "__trl_ext_case_class__"  # the metaclass of a test class (`test_na
 CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_traps.callee_framer`)
 HIDE_FUNCTION = "__trl_ext_hide__"  # on the test's functions it hands on (`test_namespace.test_function_hider`)
 ARGUMENT_FUNCTION = "__trl_ext_argument__"  # on what the test passes to a call (`answer_traps.argument_framer`)
-CONTEXT_FUNCTION = "__trl_ext_context__"  # on what the test enters with `with` (`answer_traps.context_framer`)
+CONTEXT_FUNCTION = "__trl_ext_context__"  # on what the test's `with` enters (`answer_traps.context_framer`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
