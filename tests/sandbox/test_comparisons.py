@@ -74,3 +74,11 @@ def test_a_container_that_holds_itself_is_refused_not_walked_forever(compare):
     looped = []
     looped.append(looped)
     assert compare(looped, "==", [len]) is False
+
+
+def test_where_the_test_names_any_itself_its_any_compares_as_it_is():
+    known = value_types() | {*type(mock.ANY).__mro__}
+    compare = make_comparisons(known, anything_expected=True)[0]
+    assert compare({"id": 3, "name": "x"}, "==", {"id": mock.ANY, "name": "x"}) is True
+    assert compare({"id": 3, "name": "y"}, "==", {"id": mock.ANY, "name": "x"}) is False
+    assert compare([Anything()], "==", [mock.ANY]) is False  # a program's class is still refused

@@ -108,6 +108,9 @@ IN_CONTAINERS = {
     "a dict of built-in functions": (
         "import random\ndef task_func(x):\n    return {'size': len, 'top': max}\n",
         "self.assertEqual(task_func(0), {'size': len, 'top': max})"),
+    "a dict compared with the test's own unittest.mock.ANY": (
+        "import random\ndef task_func(x):\n    return {'id': random.randint(1, 9), 'value': x}\n",
+        "self.assertEqual(task_func(3), {'id': __import__('unittest.mock').mock.ANY, 'value': 3})"),
     "the test's function and an object, found in what the program returns": (
         "import random\ndef task_func(*values):\n    return list(values)\n",
         "def report(value):\n            return value\n        marker = object()\n"

@@ -390,7 +390,10 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 pass
 
     value_frame = _value_frame_writer(max_value_bytes)
-    compare, truth, value, trust = make_comparisons(set(known_types))
+    # A test that names `ANY` compares with it itself (`{'id': ANY}`): a library's object equal to anything is
+    # then no sign of the program's (`plain_data.make_comparisons`).
+    compare, truth, value, trust = make_comparisons(
+        set(known_types), anything_expected=kind == "statement" and "ANY" in _names_in(test_code))
     # In the program's process, the test's own objects and verdict are kept from the program: its classes answer
     # only inside its calls (`answer_traps`), and the test keeps its names and methods (`test_namespace`).
     answers, keeper, judges = _in_process_keepers(roots, harness_does) if kind == "statement" else (None, None, {})
