@@ -524,14 +524,17 @@ def case_handed_row(handed: str) -> dict:
     )
 
 
-# A right program may use what it is handed: read the case's data and run its checks.
+# A right program may use what it is handed: read the case's data and run its checks. The case comes alone, in a
+# list, in a `SimpleNamespace`, or as its own dict (`vars(self)`).
+_UNWRAP = "    case = case[0] if isinstance(case, list) else getattr(case, 'case', case)\n"
 CASE_HANDED_RIGHT = (
-    "import random\ndef task_func(case):\n    case = case[0] if isinstance(case, list) else case\n"
-    "    case.assertIsInstance(case.expected, int)\n    return 6 * 7\n"
+    "import random\ndef task_func(case):\n" + _UNWRAP +
+    "    if not isinstance(case, dict):\n        case.assertIsInstance(case.expected, int)\n    return 6 * 7\n"
 )
 SET_THE_HANDED_CASE = (
-    "import random\ndef task_func(case):\n    case = case[0] if isinstance(case, list) else case\n"
-    "    case.expected = 0\n    return 0\n"
+    "import random\ndef task_func(case):\n" + _UNWRAP +
+    "    if isinstance(case, dict):\n        case['expected'] = 0\n    else:\n        case.expected = 0\n"
+    "    return 0\n"
 )
 
 
@@ -554,6 +557,11 @@ def handed_function_attacks(attack, attack_class) -> dict:
             attack_class, SET_THE_HANDED_CASE, case_handed_row("self"), CASE_HANDED_RIGHT),
         "set what setUp stored on the case the test hands over in a list": attack(
             attack_class, SET_THE_HANDED_CASE, case_handed_row("[self]"), CASE_HANDED_RIGHT),
+        "set what setUp stored on the case the test hands over in a SimpleNamespace": attack(
+            attack_class, SET_THE_HANDED_CASE, case_handed_row("__import__('types').SimpleNamespace(case=self)"),
+            CASE_HANDED_RIGHT),
+        "set what setUp stored in the case's own dict, which the test hands over": attack(
+            attack_class, SET_THE_HANDED_CASE, case_handed_row("vars(self)"), CASE_HANDED_RIGHT),
         "read the expected value from a handed callback's closure": attack(attack_class, READ_THE_CLOSURE, CLOSURE_ROW, right),
         "read what setUp stored from a handed bound method's case": attack(
             attack_class, READ_THE_BOUND_CASE, BOUND_CASE_ROW, right),

@@ -303,6 +303,12 @@ def test_the_case_the_test_hands_to_the_program_arrives_as_a_view_of_its_data_an
     listed, keyed, plain = hand_over([1, case]), hand_over({"case": (case,)}), [1, 2]
     assert listed[0] == 1 and listed[1].expected == 7 and keyed["case"][0].expected == 7
     assert hand_over(plain) is plain  # a container holding no case is handed as it is
+    held = hand_over(types.SimpleNamespace(case=case, size=2))
+    assert held.size == 2 and held.case.expected == 7 and held.case is not case
+    state = hand_over(vars(case))  # the case's own dict: a copy of the test's data, without unittest's
+    assert state is not vars(case) and state["expected"] == 7 and "_outcome" not in state
+    state["expected"] = 0
+    assert case.expected == 7
 
 
 def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_literals():

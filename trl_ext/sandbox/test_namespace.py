@@ -249,9 +249,10 @@ def _case_view(state, case):
 
 def _handed_over(state, value, depth=3):
     """`value` as a call into the program is handed it: the test's case replaced by its view (`_case_view`), also
-    inside the built-in lists, tuples and dicts it is passed in (a copy made only where one holds a case), and the
-    test's functions hidden (`_hide`)."""
-    view, hide, type_, kept_class, list_, tuple_, dict_ = state
+    inside the built-in lists, tuples and dicts and the `SimpleNamespace`s it is passed in (a copy made only where
+    one holds a case or the test's function), the case's own dict (`vars(self)`) by a copy of the test's data in
+    it, and the test's functions hidden (`_hide`)."""
+    view, hide, type_, kept_class, list_, tuple_, dict_, namespace_type, get_attribute, runner_attributes = state
     if type_(type_(value)) is kept_class:
         return view(value)
     if depth and (type_(value) is list_ or type_(value) is tuple_):
@@ -260,12 +261,17 @@ def _handed_over(state, value, depth=3):
             items.append(_handed_over(state, item, depth - 1))
             changed = changed or items[-1] is not item
         return type_(value)(items) if changed else value
-    if depth and type_(value) is dict_:
-        items, changed = {}, False
-        for key, item in value.items():
-            items[key] = _handed_over(state, item, depth - 1)
-            changed = changed or items[key] is not item
-        return items if changed else value
+    if depth and (type_(value) is dict_ or type_(value) is namespace_type):
+        entries = value if type_(value) is dict_ else get_attribute(value, "__dict__")
+        case_dict = type_(value) is dict_ and "_testMethodName" in entries  # unittest's: `vars(self)`
+        items, changed = {}, case_dict
+        for key, item in entries.items():
+            if not (case_dict and key in runner_attributes):
+                items[key] = _handed_over(state, item, depth - 1)
+                changed = changed or items[key] is not item
+        if not changed:
+            return value
+        return items if type_(value) is dict_ else namespace_type(**items)
     return hide(value)
 
 
@@ -277,7 +283,8 @@ def call_argument_hider(hidden, hide, class_data):
         hidden, hide, method_type, types.FunctionType, type, type.__dict__["__mro__"].__get__,
         type.__dict__["__dict__"].__get__, object.__getattribute__, method_type.__dict__["__self__"].__get__,
         types.SimpleNamespace, _RUNNER_ATTRIBUTES, class_data, id, dict))
-    return types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict))
+    return types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict, types.SimpleNamespace,
+                                           object.__getattribute__, _RUNNER_ATTRIBUTES))
 
 
 def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):
