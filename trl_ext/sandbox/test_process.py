@@ -235,8 +235,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
     `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider` and
-    `answer_traps.library_objects_made`. The
-    program's own namespace stays as it is: its functions call each other unguarded."""
+    `answer_traps.library_objects_made`. The program's own namespace stays as it is: its functions call each other
+    unguarded."""
     make_namespace, hand, restore_mocks, hand_over, made = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
