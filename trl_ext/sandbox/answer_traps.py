@@ -166,10 +166,9 @@ def _framed_callee(state, callee):
     """`callee` as the test's code calls it: framed where it would run code without a frame (`_calls_frameless`);
     a method of an object of a library's class that the program's code made, under a snapshot put back when it
     returns (`_made_keeper`)."""
-    framed, kinds, made = state
+    framed, kinds, made, method_type, method_self, type_ = state
     if _calls_frameless(callee, kinds):
         return framed(callee)
-    method_type, method_self, type_ = kinds[2], _METHOD_SELF, kinds[-2]
     if type_(callee) is method_type and made(("made", method_self(callee))) is True:
         return made(("restoring", callee))
     return callee
@@ -181,7 +180,8 @@ def callee_framer(roots, made=None):
     attribute of an object, an item of a list) runs framed, so the profile function guards it; a method of a
     library's object that the program made (`patch.object(...).start` of a patcher it returned) runs under a
     snapshot. `roots`: the libraries' directories (`library_roots`); `made`: `library_objects_made()`."""
-    return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots), made or _nothing_made))
+    return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots), made or _nothing_made,
+                                             types.MethodType, types.MethodType.__dict__["__self__"].__get__, type))
 
 
 def _framed_context(state, value):
@@ -222,9 +222,6 @@ def context_framer(made=None):
 
 def _nothing_made(message):
     return None
-
-
-_METHOD_SELF = types.MethodType.__dict__["__self__"].__get__
 
 
 def _made_keeper(weak, get, id_, type_, tuple_, len_, errors):
