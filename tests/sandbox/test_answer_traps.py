@@ -16,11 +16,11 @@ from trl_ext.sandbox.answer_traps import (
     answer_traps,
     callee_framer,
     context_framer,
-    forged_library_code,
     library_objects_made,
     library_roots,
     watcher,
 )
+from trl_ext.sandbox.code_provenance import forged_library_code
 from trl_ext.sandbox.plain_data import NotPlainData
 
 ROOTS = library_roots()
@@ -135,15 +135,34 @@ def test_classes_the_test_makes_and_library_classes_keep_their_methods():
         exec(compile("class Point:\n    def __eq__(self, other):\n        return True\n", "<test>", "exec"),
              test_scope)
         enter()
-        import fractions  # noqa: F401 - a library module first loaded inside a call (its classes are new)
+        import fractions  # a library module first loaded inside a call (its classes are new)
 
-        library_class = type("LibraryLike", (), {"__eq__": json.JSONEncoder.default})
         leave()
-        return {"test": test_scope["Point"]() == 1, "library": type(vars(library_class)["__eq__"]).__name__,
+        return {"test": test_scope["Point"]() == 1, "library": type(vars(fractions.Fraction)["__eq__"]).__name__,
                 "sprung": sprung()}
 
     sys.modules.pop("fractions", None)
     assert in_a_forked_child(body) == {"test": True, "library": "function", "sprung": False}
+
+
+def test_a_library_function_the_programs_class_borrows_answers_as_the_programs():
+    def body():
+        enter, leave, sprung, _ = answer_traps(NotPlainData, ROOTS)
+        leave()
+        enter()
+        # `json` was loaded before the program: its function on a class made in the call answers as the program chose.
+        borrowed = type("Borrowed", (), {"__eq__": json.JSONEncoder.default})
+        import unittest.mock as mock  # first loaded inside the call: its `ANY` says it equals anything
+
+        leave()
+        try:
+            mock.ANY == 7  # noqa: B015 - the comparison is what springs the trap
+        except NotPlainData:
+            pass
+        return {"borrowed": type(vars(borrowed)["__eq__"]).__name__, "sprung": sprung()}
+
+    sys.modules.pop("unittest.mock", None)
+    assert in_a_forked_child(body) == {"borrowed": "method", "sprung": True}
 
 
 def test_frameless_callables_the_program_leaves_are_framed_outside_its_calls():
@@ -279,6 +298,13 @@ def test_code_objects_and_marshal_loads_cannot_claim_a_library():
     data = marshal.dumps(code.replace(co_filename=path))
     caller = sys._getframe()
     assert forged_library_code("marshal.loads", (data,), caller, lambda: True, ROOTS, _read) is not None
+
+
+def test_a_function_of_a_librarys_code_is_not_made_while_the_program_runs():
+    library_code, own_code = json.dumps.__code__, (lambda: 0).__code__
+    assert forged_library_code("function.__new__", (library_code,), None, lambda: True, ROOTS, _read) is not None
+    assert forged_library_code("function.__new__", (library_code,), None, lambda: False, ROOTS, _read) is None
+    assert forged_library_code("function.__new__", (own_code,), None, lambda: True, ROOTS, _read) is None
 
 
 def test_the_import_systems_own_load_of_a_compiled_library_file_is_allowed():

@@ -76,9 +76,11 @@ def test_a_container_that_holds_itself_is_refused_not_walked_forever(compare):
     assert compare(looped, "==", [len]) is False
 
 
-def test_where_the_test_names_any_itself_its_any_compares_as_it_is():
+def test_the_tests_own_any_compares_as_it_is_and_no_other():
     known = value_types() | {*type(mock.ANY).__mro__}
-    compare = make_comparisons(known, anything_expected=True)[0]
-    assert compare({"id": 3, "name": "x"}, "==", {"id": mock.ANY, "name": "x"}) is True
-    assert compare({"id": 3, "name": "y"}, "==", {"id": mock.ANY, "name": "x"}) is False
-    assert compare([Anything()], "==", [mock.ANY]) is False  # a program's class is still refused
+    own = object.__new__(type(mock.ANY))
+    compare = make_comparisons(known, own_anything=own)[0]
+    assert compare({"id": 3, "name": "x"}, "==", {"id": own, "name": "x"}) is True
+    assert compare({"id": 3, "name": "y"}, "==", {"id": own, "name": "x"}) is False
+    assert compare({"id": 3, "name": mock.ANY}, "==", {"id": own, "name": "x"}) is False  # the library's own ANY
+    assert compare([Anything()], "==", [own]) is False  # a program's class is still refused

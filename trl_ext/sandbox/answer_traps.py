@@ -56,6 +56,10 @@ ANSWERING = frozenset(
 )
 
 
+# Libraries' methods that say their object equals anything, by the code's qualified name and file.
+_EQUAL_TO_ANYTHING = {"_ANY.__eq__": "/unittest/mock.py", "_ANY.__ne__": "/unittest/mock.py"}
+
+
 # What a library does with what these return: `copy` and `pickle` call the callable a reducer names, with the
 # arguments it names (`(setattr, (np.testing, ...))`), unguarded. Trapped like the answering methods.
 REDUCERS = frozenset({"__reduce__", "__reduce_ex__"})
@@ -103,6 +107,21 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
 
 def _is_library_function_of(state, value):
     return _is_library_function(value, *state)
+
+
+def _answers_as_its_library(state, value):
+    """Whether `value`, an answering method of a class that appeared while the program's code ran, is its library's
+    own: a library's function whose module was loaded while the program's code ran, as its classes were (a library
+    the program imports). A library's function taken from a module loaded before (`_ANY.__eq__` on a class of the
+    program's, or the method `unittest.mock` wraps around what the program sets as a mock's `__eq__`) answers with
+    what the program chose: trapped as the program's."""
+    roots, function_type, starts, globals_of, loaded_before, id_, type_, code_of, ends, equal_to_anything, get = state
+    if not (_is_library_function(value, roots, function_type, starts) and type_(value) is function_type
+            and id_(globals_of(value)) not in loaded_before):
+        return False
+    code = code_of(value)  # nor a library's method that says it equals anything (`ANY`, of a module the program loaded)
+    file = equal_to_anything.get(get(code, "co_qualname", None))  # a code's qualified name: Python 3.11 on
+    return file is None or not ends(code.co_filename, file)
 
 
 # Code of the program's that runs without a frame of its own: a callable that binds arguments the program chose to
@@ -347,7 +366,7 @@ def _keeper(before, trap, roots, bound):
                 harness_does(keep_library_objects, made or ())
                 for cls in programs:
                     for name, value in list_(items(class_dict(cls))):
-                        if name in answering and not is_library(value, roots, function_type, starts):
+                        if name in answering and not is_library(value):
                             replacement = trap
                         else:
                             replacement = framed_attribute(value)
@@ -450,7 +469,10 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
         (types.GeneratorType, "gi_frame"), (types.CoroutineType, "cr_frame"), (types.AsyncGeneratorType, "ag_frame"))}
     bound = (ANSWERING | REDUCERS, type.__dict__["__flags__"].__get__, type.__dict__["__dict__"].__get__,
              type.__setattr__, types.FunctionType, str.startswith, (AttributeError, TypeError), list, list.append,
-             types.MappingProxyType.items, _is_library_function,
+             types.MappingProxyType.items, types.MethodType(_answers_as_its_library, (
+                 roots, types.FunctionType, str.startswith, types.FunctionType.__dict__["__globals__"].__get__,
+                 frozenset(id(vars(module)) for module in list(sys.modules.values()) if hasattr(module, "__dict__")),
+                 id, type, types.FunctionType.__dict__["__code__"].__get__, str.endswith, _EQUAL_TO_ANYTHING, getattr)),
              types.MethodType(_framed_attribute, (framing, kinds)),
              types.MethodType(_frame_finalizers, (registry, framing, kinds, list, dict.values, max, info_type,
                                                   info_type.__dict__["index"].__get__, info_type.__dict__["func"].__get__,
@@ -535,52 +557,9 @@ def watcher(namespace, answers, snapshot, bound, roots):
                                     _resumed_later))
 
 
-# `types.coroutine`, which the standard library applies to its own generators as it loads (`asyncio.tasks`), gives
-# their code a flag through `code.replace`: the same code, under the same file name.
-_MARKS_COROUTINES = (types.coroutine.__code__.co_filename, types.coroutine.__code__.co_name)
-
-
-def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
-                        starts=str.startswith, decode=bytes.decode, marks_coroutines=_MARKS_COROUTINES):
-    """Why `event` (an audit event) would make code that claims to come from a library's file (or the test's)
-    without being that file's content, or None. Which methods answer with the program's own code, and which code
-    is the program's, is told by the file a function's code was loaded from: this keeps that unforgeable.
-
-    - `compile` under a library's file name must compile that file's content (the import system does so); an
-      abstract syntax tree (whose file name the event does not show) is not compiled while the program runs;
-    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's, but from
-      `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio` inside a call);
-    - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged.
-    `caller`: the frame that raised the event; `read_file(path)`: its bytes, or None."""
-    if event == "compile":
-        source, filename = args[0], args[1]
-        if filename is None:
-            return "compiling a syntax tree" if program_running() else None
-        if type_(filename) is bytes_:
-            filename = decode(filename, errors="replace")
-        if filename == "<test>":
-            return "compiling code under the test's name"
-        if type_(filename) is str_ and starts(filename, roots) and bytes_(source) != read_file(filename):
-            return "compiling code under a library's file name"
-    elif event == "code.__new__":
-        code = caller.f_code if caller is not None else None
-        if code is not None and (code.co_filename, code.co_name) == marks_coroutines and args[1] != "<test>":
-            return None
-        if args[1] == "<test>" or type_(args[1]) is str_ and starts(args[1], roots):
-            return "making a code object under a library's file name"
-    elif event == "marshal.loads":
-        code = caller.f_code if caller is not None else None
-        if code is None or code.co_name != "_compile_bytecode" or not starts(code.co_filename, "<frozen importlib"):
-            return "loading code objects with marshal"
-        path = caller.f_locals.get("bytecode_path")
-        content = read_file(path) if type_(path) is str_ and starts(path, roots) else None
-        if content is None or content[16:] != bytes_(args[0]):
-            return "loading code objects with marshal"
-    return None
-
-
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of, _watch,
+PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of,
+                       _answers_as_its_library, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
                        _start_watching_new_objects, _new_objects, _left_frameless,
                        _keep_library_objects, _resumed_later, _check_returned, _framed_argument, _framed_context,

@@ -9,10 +9,12 @@ import sys
 import types
 
 if __package__:
-    from . import answer_traps, call_guard, test_namespace
+    from . import answer_traps, call_guard, code_provenance, own_anything, test_namespace
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import call_guard
+    import code_provenance
+    import own_anything
     import test_namespace
 
 _BLOCKED_AUDIT_EVENTS = frozenset(
@@ -39,7 +41,7 @@ def install(roots, provenance):
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
     `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
     functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
-    name (under `roots`: `answer_traps.forged_library_code`), from here on. Everything the hook calls is bound
+    name (under `roots`: `code_provenance.forged_library_code`), from here on. Everything the hook calls is bound
     now: the program may replace any module attribute or builtin later. Returns `harness_does(function, *args)`,
     which calls a refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
@@ -47,11 +49,13 @@ def install(roots, provenance):
     open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
-                          + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS)
+                          + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
+                          + own_anything.PROTECTED_FUNCTIONS)
     type_of = type
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
     readable = code_attributes | {"__defaults__", "__kwdefaults__"}  # a harness function's state may be a default
-    provenance_events = frozenset({"compile", "code.__new__", "marshal.loads"} if provenance else ())
+    provenance_events = frozenset({"compile", "code.__new__", "marshal.loads", "function.__new__"}
+                                  if provenance else ())
 
     forged = _provenance_check(roots, busy, get_frame)
 
@@ -126,8 +130,8 @@ def install(roots, provenance):
 
 def _provenance_check(roots, busy, get_frame):
     """`forged(event, args)`: why an audit event would make code that claims a library's file
-    (`answer_traps.forged_library_code`), or None. Everything it calls is bound now."""
-    forged_code, open_path, read_only = answer_traps.forged_library_code, os.open, os.O_RDONLY
+    (`code_provenance.forged_library_code`), or None. Everything it calls is bound now."""
+    forged_code, open_path, read_only = code_provenance.forged_library_code, os.open, os.O_RDONLY
     read, close = os.read, os.close
 
     def read_file(path):  # called with `busy` set

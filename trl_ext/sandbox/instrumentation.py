@@ -12,7 +12,8 @@ from typing import Any
 from .test_process import JUDGE_CONSTANT
 
 __all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
-           "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "TRUST_FUNCTION",
+           "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "OWN_ANY_FUNCTION",
+           "TRUST_FUNCTION",
            "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
@@ -28,11 +29,13 @@ CALL_FUNCTION = "__trl_ext_call__"  # on everything the test calls (`answer_trap
 HIDE_FUNCTION = "__trl_ext_hide__"  # on the test's functions it hands on (`test_namespace.test_function_hider`)
 ARGUMENT_FUNCTION = "__trl_ext_argument__"  # on what the test passes to a call (`answer_traps.argument_framer`)
 CONTEXT_FUNCTION = "__trl_ext_context__"  # on what the test's `with` enters (`answer_traps.context_framer`)
+OWN_ANY_FUNCTION = "__trl_ext_own_any__"  # on each `ANY` the test reads (`own_anything.test_anything`)
 # In the code that enters the sandbox, the harness's functions are not names (a program could rebind a name in the
 # test's namespace) but constants: each name below becomes the string constant `JUDGE_CONSTANT + name`, which the
 # test process replaces in the compiled code by the function itself (`test_process._bind_judge_functions`).
 JUDGE_NAMES = frozenset({CHECK_FUNCTION, COMPARE_FUNCTION, TRUTH_FUNCTION, VALUE_FUNCTION, TRUST_FUNCTION, FAIL_FUNCTION,
-                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION, ARGUMENT_FUNCTION, CONTEXT_FUNCTION})
+                         ENTER_FUNCTION, CASE_CLASS, CALL_FUNCTION, HIDE_FUNCTION, ARGUMENT_FUNCTION, CONTEXT_FUNCTION,
+                         OWN_ANY_FUNCTION})
 _COMPARE_SYMBOLS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
                     ast.In: "in", ast.NotIn: "not in"}
 _NOT_LITERAL = object()
@@ -304,6 +307,28 @@ def _hidden(node: ast.expr) -> ast.expr:
     return ast.Call(ast.Name(HIDE_FUNCTION, ast.Load()), [node], [])
 
 
+class _OwnAnything(ast.NodeTransformer):
+    """`ANY` and `mock.ANY`, read by the test, become `__trl_ext_own_any__(ANY)`: the test's own `ANY`, apart from
+    the one a program can name (`own_anything`). A `case` pattern, which only a name or an attribute may be, is
+    left as it is."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == "ANY" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(ast.Name(OWN_ANY_FUNCTION, ast.Load()), [node], []), node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr == "ANY" and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(ast.Name(OWN_ANY_FUNCTION, ast.Load()), [node], []), node)
+        return node
+
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        node.guard = self.visit(node.guard) if node.guard is not None else None
+        node.body = [statement for part in node.body for statement in _as_list(self.visit(part))]
+        return node
+
+
 class _JudgeNamesAsConstants(ast.NodeTransformer):
     """`__trl_ext_compare__` -> the constant `JUDGE_CONSTANT + "__trl_ext_compare__"` (see `JUDGE_NAMES`)."""
 
@@ -428,7 +453,7 @@ def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
     tree = ast.parse(source)
     imports = _imports(tree) | _reached_modules(tree)
     tree = _InnerFunctionsHidden().visit(_CallsFramed().visit(_CheckInstrumenter().visit(tree)))
-    tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(tree))
+    tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_OwnAnything().visit(tree)))
     return ast.unparse(tree), tuple(sorted(imports))
 
 

@@ -152,7 +152,7 @@ def value_types(value_modules=("datetime",)):
     return found
 
 
-def make_comparisons(known_types, opaque_types=(), anything_expected=False):
+def make_comparisons(known_types, opaque_types=(), own_anything=None):
     """`compare(left, op, right)`, `truth(value)`, `value(v)` and `trust(cls)` for instrumented test code.
 
     - Plain data (see `encode_value`) is compared as fresh copies: no method of the program runs.
@@ -166,9 +166,8 @@ def make_comparisons(known_types, opaque_types=(), anything_expected=False):
       program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
     - `opaque_types` (references to objects in the program's process, `judge_side.Remote`) pass `value` as they
       are, so a test can call or iterate them, and never take part in a comparison or a truth test.
-    - A library's object that equals anything (`unittest.mock.ANY`) is refused, alone or in a container, unless
-      `anything_expected`: the test itself names one (`assertEqual(result, {'id': ANY, ...})`), and its own
-      cannot be told from the program's in a comparison.
+    - A library's object that equals anything (`unittest.mock.ANY`) is refused, alone or in a container, but
+      `own_anything`: the test's own `ANY` (`own_anything`), which only the test's code holds.
     """
     encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
     heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
@@ -208,7 +207,7 @@ def make_comparisons(known_types, opaque_types=(), anything_expected=False):
                 stack.extend(current)
             elif is_instance(current, forwarding + opaque_types) or not all(
                     cls in known_types or cls is object_type for cls in mro_of(kind)) or (
-                    not anything_expected and equals_anything(current)):
+                    current is not own_anything and equals_anything(current)):
                 return False
         return True
 

@@ -16,13 +16,14 @@ import sys
 import types
 
 if __package__:
-    from . import answer_traps, audit_hook, call_guard, judge_side, program_isolation, test_namespace
+    from . import answer_traps, audit_hook, call_guard, judge_side, own_anything, program_isolation, test_namespace
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import audit_hook
     import call_guard
     import judge_side
+    import own_anything
     import program_isolation
     import test_namespace
     from plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
@@ -208,14 +209,15 @@ _fail_now = types.MethodType(answer_traps._fail, (lambda sprung: None, Assertion
 
 def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_now, enter=lambda: None,
                           case_class=type, call=lambda callee: callee, hide=lambda function: function,
-                          argument=lambda value: value, context=lambda value: value):
+                          argument=lambda value: value, context=lambda value: value, own_any=lambda value: value):
     """`code` (and the code objects inside it) with each judge constant replaced by the harness's function."""
     functions = {JUDGE_CONSTANT + "__trl_ext_check__": check, JUDGE_CONSTANT + "__trl_ext_compare__": compare,
                  JUDGE_CONSTANT + "__trl_ext_truth__": truth, JUDGE_CONSTANT + "__trl_ext_value__": value,
                  JUDGE_CONSTANT + "__trl_ext_trust_comparison__": trust, JUDGE_CONSTANT + "__trl_ext_fail__": fail,
                  JUDGE_CONSTANT + "__trl_ext_enter__": enter, JUDGE_CONSTANT + "__trl_ext_case_class__": case_class,
                  JUDGE_CONSTANT + "__trl_ext_call__": call, JUDGE_CONSTANT + "__trl_ext_hide__": hide,
-                 JUDGE_CONSTANT + "__trl_ext_argument__": argument, JUDGE_CONSTANT + "__trl_ext_context__": context}
+                 JUDGE_CONSTANT + "__trl_ext_argument__": argument, JUDGE_CONSTANT + "__trl_ext_context__": context,
+                 JUDGE_CONSTANT + "__trl_ext_own_any__": own_any}
 
     def bind(current):
         return current.replace(co_consts=tuple(
@@ -330,7 +332,8 @@ def _in_process_keepers(roots, harness_does):
     restore_mocks)`, `call_argument_hider` and `answer_traps.library_objects_made`, and the judge functions the
     test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on everything it
     calls: `answer_traps.callee_framer`; `argument`, on what it passes; `hide`, on each function of its own it
-    hands on; `context`, on what it enters with `with`)."""
+    hands on; `context`, on what it enters with `with`; `own_any`, on each `ANY` it reads: `own_anything`), and
+    `own_anything`'s `(own, trap)`."""
     get_frame = sys._getframe
     made = answer_traps.library_objects_made()
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does, made)
@@ -356,7 +359,9 @@ def _in_process_keepers(roots, harness_does):
               "argument": answer_traps.argument_framer(roots, harness_does),
               "context": answer_traps.context_framer(made)}
     hand_over = test_namespace.call_argument_hider(hidden, hide, class_data)
-    return answers, (make_namespace, hand, restore_mocks, hand_over, made), judges
+    own_any, judges["own_any"], trap_any = harness_does(own_anything.test_anything, sys.modules.get("unittest.mock"),
+                                                        fail)
+    return answers, (make_namespace, hand, restore_mocks, hand_over, made), judges, (own_any, trap_any)
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
@@ -390,13 +395,12 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 pass
 
     value_frame = _value_frame_writer(max_value_bytes)
-    # A test that names `ANY` compares with it itself (`{'id': ANY}`): a library's object equal to anything is
-    # then no sign of the program's (`plain_data.make_comparisons`).
-    compare, truth, value, trust = make_comparisons(
-        set(known_types), anything_expected=kind == "statement" and "ANY" in _names_in(test_code))
     # In the program's process, the test's own objects and verdict are kept from the program: its classes answer
-    # only inside its calls (`answer_traps`), and the test keeps its names and methods (`test_namespace`).
-    answers, keeper, judges = _in_process_keepers(roots, harness_does) if kind == "statement" else (None, None, {})
+    # only inside its calls (`answer_traps`), the test keeps its names and methods (`test_namespace`) and its own
+    # `unittest.mock.ANY` (`own_anything`), the one object equal to anything its comparisons take.
+    answers, keeper, judges, (own_any, trap_any) = (
+        _in_process_keepers(roots, harness_does) if kind == "statement" else (None, None, {}, (None, None)))
+    compare, truth, value, trust = make_comparisons(set(known_types), own_anything=own_any)
     test_code = harness_does(_bind_judge_functions, test_code, count_check, compare, truth, value, trust, **judges)
     guarded_namespace, disable_collection = _guarded_namespace, gc.disable
     solution_module = module_type("solution")
@@ -420,6 +424,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals.update(genuine)
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
+                trap_any()  # the class of `ANY` was put back with the modules
                 test_globals, modules["solution"], watch = guarded_namespace(
                     namespace, genuine, modules, module_type, answers[:2] + answers[4:], harness_does, roots, keeper)
                 disable_collection()

@@ -1,0 +1,60 @@
+"""Where code comes from, kept unforgeable (inside the sandbox; standard library only).
+
+Which methods answer with the program's own code, and which code is the program's, is told by the file a
+function's code was loaded from (`answer_traps`): a function whose code is a library's file's is the library's.
+The audit hook (`audit_hook.install`) asks `forged_library_code` about each event that makes code or a function,
+so that no program can make code that claims a library's file (or the test's) without being that file's content,
+nor give a library's code globals of its choosing.
+"""
+
+import types
+
+# `types.coroutine`, which the standard library applies to its own generators as it loads (`asyncio.tasks`), gives
+# their code a flag through `code.replace`: the same code, under the same file name.
+_MARKS_COROUTINES = (types.coroutine.__code__.co_filename, types.coroutine.__code__.co_name)
+
+
+def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
+                        starts=str.startswith, decode=bytes.decode, marks_coroutines=_MARKS_COROUTINES,
+                        code_type=types.CodeType):
+    """Why `event` (an audit event) would make code that claims to come from a library's file (or the test's)
+    without being that file's content, or a function of a library's code that the library did not make, or None.
+
+    - `compile` under a library's file name must compile that file's content (the import system does so); an
+      abstract syntax tree (whose file name the event does not show) is not compiled while the program runs;
+    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's, but from
+      `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio` inside a call);
+    - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged;
+    - `function.__new__` (`types.FunctionType(code, globals)`) is not given a library's code while the program
+      runs: such a function would count as the library's (`answer_traps`) with globals the program chose.
+    `caller`: the frame that raised the event; `read_file(path)`: its bytes, or None."""
+    if event == "compile":
+        source, filename = args[0], args[1]
+        if filename is None:
+            return "compiling a syntax tree" if program_running() else None
+        if type_(filename) is bytes_:
+            filename = decode(filename, errors="replace")
+        if filename == "<test>":
+            return "compiling code under the test's name"
+        if type_(filename) is str_ and starts(filename, roots) and bytes_(source) != read_file(filename):
+            return "compiling code under a library's file name"
+    elif event == "code.__new__":
+        code = caller.f_code if caller is not None else None
+        if code is not None and (code.co_filename, code.co_name) == marks_coroutines and args[1] != "<test>":
+            return None
+        if args[1] == "<test>" or type_(args[1]) is str_ and starts(args[1], roots):
+            return "making a code object under a library's file name"
+    elif event == "marshal.loads":
+        code = caller.f_code if caller is not None else None
+        if code is None or code.co_name != "_compile_bytecode" or not starts(code.co_filename, "<frozen importlib"):
+            return "loading code objects with marshal"
+        path = caller.f_locals.get("bytecode_path")
+        content = read_file(path) if type_(path) is str_ and starts(path, roots) else None
+        if content is None or content[16:] != bytes_(args[0]):
+            return "loading code objects with marshal"
+    elif event == "function.__new__":
+        code = args[0] if args else None
+        filename = code.co_filename if type_(code) is code_type else None
+        if (filename == "<test>" or type_(filename) is str_ and starts(filename, roots)) and program_running():
+            return "making a function of a library's code"
+    return None

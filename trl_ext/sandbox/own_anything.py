@@ -1,0 +1,79 @@
+"""The test's own `unittest.mock.ANY` (inside the sandbox; standard library only).
+
+`unittest.mock.ANY` equals everything. A test names it where any value will do
+(`mock_get.assert_called_once_with(url, headers=ANY)`, `assertEqual(result, {'id': ANY, 'name': 'x'})`). A
+program can name it too, and then every comparison with what it returned or passed holds: `shutil.copy(ANY, ANY)`
+satisfies the test's `mock_copy.assert_called_once_with('a.txt', '/backup/a.txt')` inside the mock's own
+comparison, and `{'id': 1, 'name': ANY}` the `assertEqual` above.
+
+So where a test runs in the program's process with `unittest.mock` loaded before the program (the test imports
+it), the test gets an `ANY` of its own: each `ANY` its code reads (`ANY`, `mock.ANY`; `instrumentation` puts
+`__trl_ext_own_any__` around them) becomes a second instance of the class, which only the test's code holds. The
+class's `__eq__` and `__ne__` answer as written for that instance; for any other, the library's own `ANY` among
+them, they fail the test (final), wherever the comparison happens: a mock's call record, a NumPy object array, the
+judge's asserts.
+
+Nothing here can be read for the test's instance: the comparisons' state (their default, which the audit hook
+refuses to the program) holds its id only (raw memory is refused to the program too), and the mapping the test's
+code calls is a constant of that code.
+"""
+
+import types
+
+
+def _equal(self, other, _state=None):
+    """`__eq__` of the class of `ANY`; its state is its default (`test_anything`), which the audit hook refuses to
+    the program."""
+    own_id, id_, fail = _state
+    if id_(self) == own_id:
+        return True
+    return fail("an `unittest.mock.ANY` that is not the test's own was compared")
+
+
+def _unequal(self, other, _state=None):
+    """`__ne__` of the class of `ANY` (see `_equal`)."""
+    own_id, id_, fail = _state
+    if id_(self) == own_id:
+        return False
+    return fail("an `unittest.mock.ANY` that is not the test's own was compared")
+
+
+def _own(state, value):
+    """What the test's code reads for `value`: its own `ANY` for the library's."""
+    library_any, own = state
+    return own if value is library_any else value
+
+
+def _unchanged(value):
+    return value
+
+
+def _nothing():
+    return None
+
+
+def test_anything(mock_module, fail):
+    """`(own, mapped, trap)` for one test process, made before the program runs: `own` the test's `ANY`,
+    `mapped(value)` what the test's code reads for `value`, `trap()` sets the class's comparisons (again: after the
+    modules are put back as they were before the program ran). `fail(reason)`: the final failure of the test
+    (`answer_traps`). Where `unittest.mock` is not loaded, `(None, unchanged, nothing)`: the judge's comparisons
+    then refuse any object that equals anything (`plain_data.make_comparisons`)."""
+    if mock_module is None:
+        return None, _unchanged, _nothing
+    library_any = mock_module.ANY
+    any_class = type(library_any)
+    own = object.__new__(any_class)
+    for function in (_equal, _unequal):
+        function.__defaults__ = ((id(own), id, fail),)
+    set_attribute = type.__setattr__
+
+    def trap():
+        set_attribute(any_class, "__eq__", _equal)
+        set_attribute(any_class, "__ne__", _unequal)
+
+    trap()
+    return own, types.MethodType(_own, (library_any, own)), trap
+
+
+# What the audit hook refuses to rewire (`__code__`).
+PROTECTED_FUNCTIONS = (_equal, _unequal, _own, _unchanged, _nothing)
