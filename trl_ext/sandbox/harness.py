@@ -68,9 +68,9 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
     from test_records import _exec_record, _frames, _record, _value_records
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
-HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py", "one_thread.py",
-                   "call_guard.py", "answer_traps.py", "lasting_code.py", "test_namespace.py", "audit_hook.py", "test_records.py",
-                   "code_provenance.py", "own_anything.py")
+HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
+                   "one_thread.py", "call_guard.py", "answer_traps.py", "lasting_code.py", "test_namespace.py",
+                   "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(
