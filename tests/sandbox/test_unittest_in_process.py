@@ -111,6 +111,12 @@ IN_CONTAINERS = {
     "a dict compared with the test's own unittest.mock.ANY": (
         "import random\ndef task_func(x):\n    return {'id': random.randint(1, 9), 'value': x}\n",
         "self.assertEqual(task_func(3), {'id': __import__('unittest.mock').mock.ANY, 'value': 3})"),
+    "a mock's call checked with ANY, imported under another name": (
+        "import random\ndef task_func(x):\n    return [random.randint(0, x)]\n",
+        "from unittest.mock import ANY as anything\n"
+        "        with patch('random.randint', return_value=1) as fake:\n"
+        "            self.assertEqual(task_func(3), [1])\n"
+        "        fake.assert_called_once_with(0, anything)"),
     "the test's function and an object, found in what the program returns": (
         "import random\ndef task_func(*values):\n    return list(values)\n",
         "def report(value):\n            return value\n        marker = object()\n"

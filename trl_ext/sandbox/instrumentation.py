@@ -308,12 +308,20 @@ def _hidden(node: ast.expr) -> ast.expr:
 
 
 class _OwnAnything(ast.NodeTransformer):
-    """`ANY` and `mock.ANY`, read by the test, become `__trl_ext_own_any__(ANY)`: the test's own `ANY`, apart from
-    the one a program can name (`own_anything`). A `case` pattern, which only a name or an attribute may be, is
-    left as it is."""
+    """`ANY`, `mock.ANY` and a name `ANY` is imported as, read by the test, become `__trl_ext_own_any__(ANY)`: the
+    test's own `ANY`, apart from the one a program can name (`own_anything`). A `case` pattern, which only a name or
+    an attribute may be, is left as it is."""
+
+    def __init__(self):
+        self.names = {"ANY"}
+
+    def visit_Module(self, node: ast.Module) -> ast.AST:
+        self.names |= {alias.asname for statement in ast.walk(node) if isinstance(statement, ast.ImportFrom)
+                       for alias in statement.names if alias.name == "ANY" and alias.asname}
+        return self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == "ANY" and isinstance(node.ctx, ast.Load):
+        if node.id in self.names and isinstance(node.ctx, ast.Load):
             return ast.copy_location(ast.Call(ast.Name(OWN_ANY_FUNCTION, ast.Load()), [node], []), node)
         return node
 
