@@ -286,6 +286,22 @@ def test_kodcode_runs_with_the_stand_in_and_with_real_pytest():
         assert call_reward(reward, completions=[right, wrong], test=[case["columns"]["test"]] * 2) == [1.0, 2 / 3]
 
 
+def test_kodcode_runs_xunit_style_setup_and_teardown():
+    test = (
+        "from solution import add\n\n"
+        "def setup_function(function):\n    global offset\n    offset = 1\n\n"
+        "def test_function():\n    assert add(offset, 1) == 2\n\n"
+        "class TestAdd:\n"
+        "    @classmethod\n    def setup_class(cls):\n        cls.base = 10\n"
+        "    def setup_method(self, method):\n        self.values = [self.base, 2]\n"
+        "    def teardown_method(self):\n        self.values.clear()\n"
+        "    def test_values(self):\n        assert add(*self.values) == 12\n"
+    )
+    right, wrong = fenced("def add(a, b):\n    return a + b\n"), fenced("def add(a, b):\n    return a - b\n")
+    for reward in (CodeReward(timeout=4.0), CodeReward(timeout=6.0, site_packages=True)):  # no pytest / pytest
+        assert call_reward(reward, completions=[right, wrong], test=[test] * 2) == [1.0, 0.0]
+
+
 def test_bigcodebench_mock_patch_reaches_the_module_the_solution_imported(reward):
     case = table.CASES["bigcodebench"][0]
     report = reward.evaluate_row(fenced(case["canonical"]), case["columns"])

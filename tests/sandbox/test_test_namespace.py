@@ -42,7 +42,7 @@ def _keeper(asking_program):
         failures.append(reason)
         raise AssertionError(reason)
 
-    make, hand, restore_mocks, enter, _ = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock,
+    make, hand, restore_mocks, enter, _, _ = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock,
                                                    lambda: sys._getframe(3))
     namespace = make({"__builtins__": dict(vars(__builtins__) if isinstance(__builtins__, types.ModuleType)
                                            else __builtins__), "__name__": "__test__", "json": ast})
@@ -318,3 +318,29 @@ def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_lit
               and str(node.func.value).endswith(ARGUMENT_FUNCTION)]
     called = ast.unparse(ast.parse(instrument_checks("value = task_func()")).body[0].value)
     assert sorted(framed) == sorted([called, "sort_key"])
+
+
+def test_a_case_the_program_reached_is_put_back_but_for_what_the_tests_own_code_set():
+    asking_program = [False]
+    keeper = namespace_keeper(ROOTS, lambda: asking_program[0], unittest.mock, lambda: sys._getframe(3))
+    save_cases, restore_cases = keeper[5]
+    namespace = keeper[0]({"__builtins__": vars(builtins), "unittest": unittest, "KeptClass": KeptClass})
+    exec(compile("class Case(unittest.TestCase, metaclass=KeptClass):\n"
+                 "    def test_value(self):\n        pass\n", "<test>", "exec"), namespace)
+    case = namespace["Case"]("test_value")
+    case.expected = 7
+    send = vars(namespace["Case"])["__setattr__"].__defaults__[0][0]
+    send(("case", case, None))  # the test's own code ran a method of it
+    index = save_cases()
+    asking_program[0] = True  # the program's code: an attribute, the dict, the dict itself and the class
+    case.expected = 0
+    vars(case)["stolen"] = 1
+    asking_program[0] = False
+    case.seen = "set by the test's callback"  # the test's own code, while the program's code runs
+    restore_cases(index)
+    assert (case.expected, case.seen, hasattr(case, "stolen")) == (7, "set by the test's callback", False)
+    index = save_cases()
+    asking_program[0] = True
+    object.__setattr__(case, "__dict__", {"expected": 0})
+    restore_cases(index)
+    assert case.expected == 7 and case.seen == "set by the test's callback"

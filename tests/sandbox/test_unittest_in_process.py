@@ -183,6 +183,10 @@ HANDED_AND_ENTERED = {
         "    return contextlib.nullcontext(sorted(values)), collections.Counter(values)\n",
         "context, counts = task_func(self.values)\n        with context as ordered:\n"
         "            self.assertEqual(ordered, [1, 2, 3])\n        self.assertEqual(counts.most_common(1), [(3, 1)])"),
+    "what the test's callback sets on the case while the program runs, which the case keeps": (
+        "import random\ndef task_func(values, report):\n    report(sorted(values))\n    return len(values)\n",
+        "def report(ordered):\n            self.reported = ordered\n"
+        "        self.assertEqual(task_func(self.values, report), 3)\n        self.assertEqual(self.reported, [1, 2, 3])"),
 }
 
 

@@ -45,6 +45,8 @@ class KeptClass(type):
             _state[0](("class_set", (id(cls), key), value))
         if _state is not None and "__getattr__" not in namespace:
             type.__setattr__(cls, "__getattr__", _instance_attribute)
+        if _state is not None and "__setattr__" not in namespace:
+            type.__setattr__(cls, "__setattr__", _instance_set)
         return cls
 
     def __setattr__(cls, name, value, _state=None):
@@ -65,6 +67,17 @@ class KeptClass(type):
 def _instance_attribute(self, name, _state=None):
     """`__getattr__` of a test class: its kept class attributes, to the test's own code."""
     return KeptClass.__getattr__(type(self), name)
+
+
+def _instance_set(self, name, value, _state=None):
+    """`__setattr__` of a test class: sets the attribute and tells the keeper, which notes what the test's own code
+    sets while the program's code runs (a callback of the test's that records `self.sent = data`): that outlasts
+    the case's restore when the program's code returns (`_journal`)."""
+    if _state is None:
+        return object.__setattr__(self, name, value)
+    _state[2](self, name, value)
+    _state[0](("case_write", self, (name, value)))
+    return None
 
 
 def _is_data(name, value, kinds=(types.FunctionType, classmethod, staticmethod, property)):
@@ -111,21 +124,24 @@ def _keeper(shown_dict, program_calling, bound):
     the program's call), "class_set" and "class_get" (a test class's data attributes), "class_data" (all of a
     test class's, by the class's id)."""
     refused = bound[2]
-    kept, handed, mocks, mock_ids, cases = {}, set(), [], set(), {}
+    kept, handed, mocks, mock_ids, cases, journal = {}, set(), [], set(), {}, ([], [])
     message = yield
     while True:
         try:
-            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict)
+            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict,
+                              journal)
         except Exception:  # noqa: BLE001 - what a value did when it was asked: the operation is refused
             answer = refused
         message = yield answer
 
 
-def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict):
-    (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound
+def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict, journal):
+    (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound[:8]
     answer = None
     operation, argument, value = message if type_(message) is tuple_ and len_(message) == 3 else (None,) * 3
-    if operation is not None and operation != "mocks" and program_calling():
+    if operation == "case_save" or operation == "case_restore":  # the harness's, also mid-call
+        answer = _journal(operation, argument, bound, cases, journal)
+    elif operation is not None and operation != "mocks" and program_calling():
         answer = refused  # the list of the test's mocks is handed to whoever restores them, even mid-call
     elif operation == "get":
         answer = kept.get(argument, refused)
@@ -148,6 +164,8 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
         cases[id(argument)] = argument
     elif operation == "is_case":
         answer = cases.get(id(argument), refused) is argument
+    elif operation == "case_write" and journal[0]:  # the test's own code sets it while the program's code runs
+        append(journal[1], (argument, value))
     elif operation == "mock" and id(argument) not in mock_ids:
         mock_ids.add(id(argument))
         append(mocks, argument)
@@ -160,6 +178,42 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
     elif operation == "class_data":
         answer = {key[1]: item for key, item in kept.items() if type_(key) is tuple_ and key[0] == argument}
     return answer
+
+
+def _journal(operation, argument, bound, cases, journal):
+    """"case_save": a copy of each case's attributes (and of which dict and class it has), by an index it answers;
+    "case_restore" (that index): each case put back as the copy holds, then what the test's own code set on it
+    since (`_instance_set`) set again. The harness saves when a call into the program starts and restores when it
+    returns, so what the program's code set on a case it reached (`Holder(self)`, a pytest case's `vars(self)`)
+    does not outlast it. Nothing of the program's runs here: a key that is not exactly a `str` makes the dict be
+    rebuilt whole, without comparing."""
+    saves, writes = journal
+    type_, get_state, set_state, dict_, str_, int_, len_ = bound[3], *bound[8:]
+    if operation == "case_save":
+        copies = []
+        for case in cases.values():
+            state = get_state(case, "__dict__")
+            copies.append((case, type_(case), state, dict_(state)))
+        saves.append((copies, len_(writes)))
+        return len_(saves) - 1
+    if type_(argument) is not int_ or not 0 <= argument < len_(saves):
+        return None
+    copies, start = saves[argument]
+    for case, cls, state, copy in copies:
+        if type_(case) is not cls:
+            set_state(case, "__class__", cls)
+        if get_state(case, "__dict__") is not state:
+            set_state(case, "__dict__", state)
+        if len_(state) != len_(copy) or any(type_(key) is not str_ or copy.get(key, copies) is not item
+                                            for key, item in list(state.items())):
+            state.clear()
+            state.update(copy)
+    for case, (name, item) in writes[start:]:
+        set_state(case, name, item)
+    del saves[argument:]
+    if not saves:
+        writes.clear()
+    return None
 
 
 def _get(state, name):
@@ -316,19 +370,23 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
 
 
 def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=None):
-    """`(namespace, hand, restore_mocks, enter, class_data)` for one test process, made before the program runs.
+    """`(namespace, hand, restore_mocks, enter, class_data, (save_cases, restore_cases))` for one test process, made
+    before the program runs.
 
     `namespace(initial)`: the test module's namespace, holding `initial` (modules, the program's names) in its
     dict. `hand(values)`: what the test holds when it calls into the program (the call's arguments, its locals):
     functions are handed over, mocks watched. `restore_mocks()`: each watched mock's own methods put back (an
     assignment on the mock or on the class it alone has is removed). `enter()`: the check a test method runs
     first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`.
-    `class_data(class_id)`: the data attributes a test class keeps, by name (to the harness only). `hide`:
-    `test_function_hider`, for the test's functions a mock holds.
+    `class_data(class_id)`: the data attributes a test class keeps, by name (to the harness only).
+    `save_cases()` when a call into the program starts, and `restore_cases(index)`, given what it answered, when
+    that call returns: the cases the test runs are put back, but for what the test's own code set (`_journal`).
+    `hide`: `test_function_hider`, for the test's functions a mock holds.
     """
     refused, made = object(), KeptNamespace()
     function_type, method_type = types.FunctionType, types.MethodType
-    bound = (dict.__setitem__, dict.pop, refused, type, tuple, len, _shown, list.append)
+    bound = (dict.__setitem__, dict.pop, refused, type, tuple, len, _shown, list.append,
+             object.__getattribute__, object.__setattr__, dict, str, int, len)
     keeper = _keeper(made, program_calling, bound)
     keeper.send(None)
     send = keeper.send
@@ -345,8 +403,9 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
                                ("__contains__", _has), ("get", _get_or)):
             setattr(KeptNamespace, name, method_type(function, state))
         KeptBuiltins.__getitem__ = method_type(_builtin, state)
-        for function in (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute):
-            function.__defaults__ = ((send, refused),)
+        for function in (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute,
+                         _instance_set):
+            function.__defaults__ = ((send, refused, object.__setattr__),)
         return made
 
     def hand(values):
@@ -390,7 +449,13 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
     def class_data(class_id):
         return send(("class_data", class_id, None))
 
-    return namespace, hand, restore_mocks, enter, class_data
+    def save_cases():
+        return send(("case_save", None, None))
+
+    def restore_cases(index):
+        send(("case_restore", index, None))
+
+    return namespace, hand, restore_mocks, enter, class_data, (save_cases, restore_cases)
 
 
 def _mock_method_names(mock_module):
@@ -407,6 +472,7 @@ def _mock_method_names(mock_module):
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute, _is_data,
+PROTECTED_FUNCTIONS = (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute,
+                       _instance_set, _journal, _is_data,
                        nearest_code_is_program, _shown, _keeper, _operate, _get, _get_or, _set, _delete, _has, _builtin,
                        _walk, _hide, _case_view, _handed_over)

@@ -239,16 +239,22 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider` and
     `answer_traps.library_objects_made`. The program's own namespace stays as it is: its functions call each other
     unguarded."""
-    make_namespace, hand, restore_mocks, hand_over, made = keeper
+    make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases) = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
     def hide_all(args, kwargs):  # the test's functions and its case, handed over as arguments, hidden
         return tuple(hand_over(arg) for arg in args), {key: hand_over(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave, check_returned = answers
+    case_saves = []
 
-    def leave_and_restore_mocks():  # what the program's code set on the test's mocks goes with it
+    def enter_saving_cases():
+        case_saves.append(save_cases())
+        enter()
+
+    def leave_and_restore_mocks():  # what the program's code set on the test's mocks and cases goes with it
         restore_mocks()
+        restore_cases(case_saves.pop() if case_saves else None)
         leave()
 
     def pause_watch():  # a call into the program is guarded as a whole: its own calls are not watched
@@ -266,7 +272,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
         harness_does(hand, (*args, *kwargs.values(), *(frame.f_locals.values() if frame is not None else ())))
         return harness_does(hide_all, args, kwargs)
 
-    answers = (enter, leave_and_restore_mocks)
+    answers = (enter_saving_cases, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals,
                                answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
     made(("guard", types.MethodType(call_guard.restoring, bound)))  # for the libraries' objects the program made
@@ -348,7 +354,7 @@ def _in_process_keepers(roots, harness_does):
 
     hidden = call_guard.hider()
     hide = test_namespace.test_function_hider(hidden, harness_does)
-    make_namespace, hand, restore_mocks, enter, class_data = test_namespace.namespace_keeper(
+    make_namespace, hand, restore_mocks, enter, class_data, cases_kept = test_namespace.namespace_keeper(
         roots, program_calling, sys.modules.get("unittest.mock"), method_frame, hide)
 
     def enter_method():
@@ -361,7 +367,7 @@ def _in_process_keepers(roots, harness_does):
     hand_over = test_namespace.call_argument_hider(hidden, hide, class_data)
     own_any, judges["own_any"], trap_any = harness_does(own_anything.test_anything, sys.modules.get("unittest.mock"),
                                                         fail)
-    return answers, (make_namespace, hand, restore_mocks, hand_over, made), judges, (own_any, trap_any)
+    return answers, (make_namespace, hand, restore_mocks, hand_over, made, cases_kept), judges, (own_any, trap_any)
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,

@@ -88,7 +88,9 @@ else:
 def __trl_ext_run_pytest__(name):
     import inspect, tempfile, pathlib, contextlib, io
     owner, _, function_name = name.rpartition("::")
-    function = getattr(globals()[owner](), function_name) if owner else globals()[function_name]
+    cls = globals()[owner] if owner else None
+    instance = cls() if owner else None
+    function = getattr(instance, function_name) if owner else globals()[function_name]
     raises = pytest.raises
     def counting_raises(*args, **kwargs):
         context = raises(*args, **kwargs)
@@ -135,16 +137,29 @@ def __trl_ext_run_pytest__(name):
             stack.callback(lambda: next(value, None))
             value = next(value)
         return value
-    for case in cases:
-        with contextlib.ExitStack() as stack:
-            arguments = {p: case[p] if p in case else fixture(p, stack) for p in inspect.signature(function).parameters}
-            function(**arguments)
+    def xunit(hook, argument):  # pytest's xunit-style setup and teardown, with or without their argument
+        if hook is not None:
+            hook(argument) if inspect.signature(hook).parameters else hook()
+    method_hooks = (getattr(instance, "setup_method", None), getattr(instance, "teardown_method", None)) if owner \
+        else (globals().get("setup_function"), globals().get("teardown_function"))
+    xunit(getattr(cls, "setup_class", None), cls)
+    try:
+        for case in cases:
+            with contextlib.ExitStack() as stack:
+                xunit(method_hooks[0], function)
+                stack.callback(xunit, method_hooks[1], function)
+                arguments = {p: case[p] if p in case else fixture(p, stack)
+                             for p in inspect.signature(function).parameters}
+                function(**arguments)
+    finally:
+        xunit(getattr(cls, "teardown_class", None), cls)
 ''' + RUNNER_END + "\n"
 
 
 def pytest_tests(source: str) -> list[CodeTest]:
     """One statement test per pytest-style test: top-level `test*` functions and `test*` methods of `Test*`
-    classes (fixtures defined in the file, `tmp_path`, `capsys`, `parametrize`), pytest or not in the sandbox."""
+    classes (fixtures defined in the file, `tmp_path`, `capsys`, `parametrize`, xunit-style `setup_method`,
+    `setup_class`, `setup_function` and their teardowns), pytest or not in the sandbox."""
     tree = _parse(source, "the pytest test code")
     names = []
     for node in tree.body:
