@@ -181,24 +181,27 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
 
 
 def _journal(operation, argument, bound, cases, journal):
-    """"case_save": a copy of each case's attributes (and of which dict and class it has), by an index it answers;
-    "case_restore" (that index): each case put back as the copy holds, then what the test's own code set on it
-    since (`_instance_set`) set again. The harness saves when a call into the program starts and restores when it
-    returns, so what the program's code set on a case it reached (`Holder(self)`, a pytest case's `vars(self)`)
-    does not outlast it. Nothing of the program's runs here: a key that is not exactly a `str` makes the dict be
-    rebuilt whole, without comparing."""
+    """"case_save": a copy of each case's attributes (and of which dict and class it has), under a token it
+    answers; "case_restore" (that token): each case put back as the copy holds, then what the test's own code set
+    on it since (`_instance_set`) set again. The harness saves when a call into the program starts and restores
+    when it returns, so what the program's code set on a case it reached (`Holder(self)`, a pytest case's
+    `vars(self)`) does not outlast it. The program may reach the keeper, but not the harness's token: its own
+    saves are dropped by the harness's restore. Nothing of the program's runs here: a key that is not exactly a
+    `str` makes the dict be rebuilt whole, without comparing."""
     saves, writes = journal
-    type_, get_state, set_state, dict_, str_, int_, len_ = bound[3], *bound[8:]
+    type_, get_state, set_state, dict_, str_, new_token, len_ = bound[3], *bound[8:]
     if operation == "case_save":
         copies = []
         for case in cases.values():
             state = get_state(case, "__dict__")
             copies.append((case, type_(case), state, dict_(state)))
-        saves.append((copies, len_(writes)))
-        return len_(saves) - 1
-    if type_(argument) is not int_ or not 0 <= argument < len_(saves):
+        token = new_token()
+        saves.append((token, copies, len_(writes)))
+        return token
+    position = next((index for index, save in enumerate(saves) if save[0] is argument), None)
+    if position is None:
         return None
-    copies, start = saves[argument]
+    _, copies, start = saves[position]
     for case, cls, state, copy in copies:
         if type_(case) is not cls:
             set_state(case, "__class__", cls)
@@ -210,7 +213,7 @@ def _journal(operation, argument, bound, cases, journal):
             state.update(copy)
     for case, (name, item) in writes[start:]:
         set_state(case, name, item)
-    del saves[argument:]
+    del saves[position:]
     if not saves:
         writes.clear()
     return None
@@ -379,14 +382,14 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
     assignment on the mock or on the class it alone has is removed). `enter()`: the check a test method runs
     first (it finds the method's frame with `method_frame()`); it raises `AssertionError` through `fail`.
     `class_data(class_id)`: the data attributes a test class keeps, by name (to the harness only).
-    `save_cases()` when a call into the program starts, and `restore_cases(index)`, given what it answered, when
+    `save_cases()` when a call into the program starts, and `restore_cases(token)`, given what it answered, when
     that call returns: the cases the test runs are put back, but for what the test's own code set (`_journal`).
     `hide`: `test_function_hider`, for the test's functions a mock holds.
     """
     refused, made = object(), KeptNamespace()
     function_type, method_type = types.FunctionType, types.MethodType
     bound = (dict.__setitem__, dict.pop, refused, type, tuple, len, _shown, list.append,
-             object.__getattribute__, object.__setattr__, dict, str, int, len)
+             object.__getattribute__, object.__setattr__, dict, str, object, len)
     keeper = _keeper(made, program_calling, bound)
     keeper.send(None)
     send = keeper.send
@@ -452,8 +455,8 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
     def save_cases():
         return send(("case_save", None, None))
 
-    def restore_cases(index):
-        send(("case_restore", index, None))
+    def restore_cases(token):
+        send(("case_restore", token, None))
 
     return namespace, hand, restore_mocks, enter, class_data, (save_cases, restore_cases)
 
