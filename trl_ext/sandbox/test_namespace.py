@@ -45,8 +45,8 @@ class KeptClass(type):
             _state[0](("class_set", (id(cls), key), value))
         if _state is not None and "__getattr__" not in namespace:
             type.__setattr__(cls, "__getattr__", _instance_attribute)
-        if _state is not None and "__setattr__" not in namespace:
-            type.__setattr__(cls, "__setattr__", _instance_set)
+        if _state is not None and type.__getattribute__(cls, "__setattr__") is object.__setattr__:
+            type.__setattr__(cls, "__setattr__", _instance_set)  # not where a base class sets its own way
         return cls
 
     def __setattr__(cls, name, value, _state=None):
