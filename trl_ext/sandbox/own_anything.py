@@ -27,7 +27,7 @@ def _equal(self, other, _state=None):
     own_id, id_, fail = _state
     if id_(self) == own_id:
         return True
-    return fail("an `unittest.mock.ANY` that is not the test's own was compared")
+    return fail("a `unittest.mock.ANY` that is not the test's own was compared")
 
 
 def _unequal(self, other, _state=None):
@@ -35,7 +35,7 @@ def _unequal(self, other, _state=None):
     own_id, id_, fail = _state
     if id_(self) == own_id:
         return False
-    return fail("an `unittest.mock.ANY` that is not the test's own was compared")
+    return fail("a `unittest.mock.ANY` that is not the test's own was compared")
 
 
 def _own(state, value):

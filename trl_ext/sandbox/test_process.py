@@ -236,9 +236,10 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
-    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider` and
-    `answer_traps.library_objects_made`. The program's own namespace stays as it is: its functions call each other
-    unguarded."""
+    `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider`,
+    `answer_traps.library_objects_made` and `namespace_keeper`'s `(save_cases, restore_cases)`: what the program's
+    code sets on the test's mocks and cases goes when it returns. The program's own namespace stays as it is: its
+    functions call each other unguarded."""
     make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases) = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
@@ -335,8 +336,8 @@ def _value_frame_writer(max_value_bytes):
 def _in_process_keepers(roots, harness_does):
     """What keeps a test in the program's process out of its reach, made before the program runs: `answer_traps`'
     `(enter, leave, sprung, fail)` and its `returned_checker`, `test_namespace`'s `(namespace, hand,
-    restore_mocks)`, `call_argument_hider` and `answer_traps.library_objects_made`, and the judge functions the
-    test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on everything it
+    restore_mocks, cases_kept)`, `call_argument_hider` and `answer_traps.library_objects_made`, the judge functions
+    the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on everything it
     calls: `answer_traps.callee_framer`; `argument`, on what it passes; `hide`, on each function of its own it
     hands on; `context`, on what it enters with `with`; `own_any`, on each `ANY` it reads: `own_anything`), and
     `own_anything`'s `(own, trap)`."""
