@@ -122,7 +122,8 @@ def _keeper(shown_dict, program_calling, bound):
     code object was), "mock" (a mock the test holds), "mocks" (those seen), "case" and "is_case" (an instance
     the test's own code ran a method of: its bound methods, handed over in a mock the test set up, may run inside
     the program's call), "class_set" and "class_get" (a test class's data attributes), "class_data" (all of a
-    test class's, by the class's id)."""
+    test class's, by the class's id), "case_write" (an attribute the test's own code set on a case), "case_save"
+    and "case_restore" (`_journal`)."""
     refused = bound[2]
     kept, handed, mocks, mock_ids, cases, journal = {}, set(), [], set(), {}, ([], [])
     message = yield
