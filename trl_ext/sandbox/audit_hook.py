@@ -41,7 +41,8 @@ def install(roots, provenance):
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
     `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
     functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
-    name (under `roots`: `code_provenance.forged_library_code`), from here on. Everything the hook calls is bound
+    name, or a function made of a library's code while the program runs (under `roots`:
+    `code_provenance.forged_library_code`), from here on. Everything the hook calls is bound
     now: the program may replace any module attribute or builtin later. Returns `harness_does(function, *args)`,
     which calls a refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError

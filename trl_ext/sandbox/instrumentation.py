@@ -13,8 +13,7 @@ from .test_process import JUDGE_CONSTANT
 
 __all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
            "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "OWN_ANY_FUNCTION",
-           "TRUST_FUNCTION",
-           "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
+           "TRUST_FUNCTION", "TRUTH_FUNCTION", "VALUE_FUNCTION", "instrument_checks"]
 
 # Names the instrumented test code calls; the harness binds them in each test child (see harness.py).
 CHECK_FUNCTION = "__trl_ext_check__"
