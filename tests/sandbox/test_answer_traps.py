@@ -483,3 +483,15 @@ def test_a_partial_the_programs_code_makes_is_framed_in_place_where_it_would_run
 
     assert in_a_forked_child(body) == {"setter": "<left by the program>", "double": True, "still a partial": True,
                                        "set": 1}
+
+
+def test_a_librarys_function_is_not_rewired_while_the_program_runs():
+    # `np.testing.assert_array_equal.__code__ = nothing.__code__` would pass every later check of the test's.
+    own = types.FunctionType((lambda: 0).__code__.replace(co_filename="solution.py"), {})
+    for attribute in ("__code__", "__defaults__", "__kwdefaults__"):
+        assert forged_library_code("object.__setattr__", (json.dumps, attribute, None), None, lambda: True, ROOTS,
+                                   _read) == "rewiring a library's function"
+        assert forged_library_code("object.__setattr__", (json.dumps, attribute, None), None, lambda: False, ROOTS,
+                                   _read) is None
+        assert forged_library_code("object.__setattr__", (own, attribute, None), None, lambda: True, ROOTS,
+                                   _read) is None

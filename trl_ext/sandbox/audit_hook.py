@@ -9,11 +9,14 @@ import sys
 import types
 
 if __package__:
-    from . import answer_traps, call_guard, code_provenance, own_anything, test_namespace
+    from . import (answer_traps, call_guard, code_provenance, library_closures, masked_positions, own_anything,
+                   test_namespace)
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import call_guard
     import code_provenance
+    import library_closures
+    import masked_positions
     import own_anything
     import test_namespace
 
@@ -41,9 +44,9 @@ def install(roots, provenance):
     """Refuse what reaches the harness's frames or the process's memory (tracing, frames, `gc` enumeration,
     `ctypes`, `/proc/<pid>/mem`), the code objects of the test's functions (their constants are the harness's
     functions) and rewiring them or the call guard's, and with `provenance` code forged under a library's file
-    name, or a function made of a library's code while the program runs (under `roots`:
-    `code_provenance.forged_library_code`), from here on. Everything the hook calls is bound
-    now: the program may replace any module attribute or builtin later. Returns `harness_does(function, *args)`,
+    name, a function made of a library's code or a library's function rewired while the program runs (under
+    `roots`: `code_provenance.forged_library_code`), from here on. Everything the hook calls is bound now: the
+    program may replace any module attribute or builtin later. Returns `harness_does(function, *args)`,
     which calls a refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
@@ -51,8 +54,9 @@ def install(roots, provenance):
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
-                          + own_anything.PROTECTED_FUNCTIONS)
-    type_of = type
+                          + own_anything.PROTECTED_FUNCTIONS + masked_positions.PROTECTED_FUNCTIONS
+                          + library_closures.PROTECTED_FUNCTIONS)
+    type_of, function_type = type, types.FunctionType
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
     readable = code_attributes | {"__defaults__", "__kwdefaults__"}  # a harness function's state may be a default
     provenance_events = frozenset({"compile", "code.__new__", "marshal.loads", "function.__new__"}
@@ -120,7 +124,8 @@ def install(roots, provenance):
             path = real_path(args[0])
             if starts(path, "/proc/") and (ends(path, "/mem") or ends(path, "/pagemap")):
                 raise refusal("reading process memory is not allowed in the code sandbox")
-        if event in provenance_events:
+        if event in provenance_events or (event == "object.__setattr__" and args[1] in rewiring
+                                          and type_of(args[0]) is function_type and provenance):
             reason = forged(event, args)
             if reason is not None:
                 raise refusal(f"{reason} is not allowed in the code sandbox")

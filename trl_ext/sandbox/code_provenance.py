@@ -4,7 +4,7 @@ Which methods answer with the program's own code, and which code is the program'
 function's code was loaded from (`answer_traps`): a function whose code is a library's file's is the library's.
 The audit hook (`audit_hook.install`) asks `forged_library_code` about each event that makes code or a function,
 so that no program can make code that claims a library's file (or the test's) without being that file's content,
-nor give a library's code globals of its choosing.
+nor give a library's code globals of its choosing, nor give a library's function other code or defaults.
 """
 
 import types
@@ -16,7 +16,7 @@ _MARKS_COROUTINES = (types.coroutine.__code__.co_filename, types.coroutine.__cod
 
 def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
                         starts=str.startswith, decode=bytes.decode, marks_coroutines=_MARKS_COROUTINES,
-                        code_type=types.CodeType):
+                        code_type=types.CodeType, function_code=types.FunctionType.__code__.__get__):
     """Why `event` (an audit event) would make code that claims to come from a library's file (or the test's)
     without being that file's content, or a function of a library's code that the library did not make, or None.
 
@@ -26,7 +26,11 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
       `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio` inside a call);
     - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged;
     - `function.__new__` (`types.FunctionType(code, globals)`) is not given a library's code while the program
-      runs: such a function would count as the library's (`answer_traps`) with globals the program chose.
+      runs: such a function would count as the library's (`answer_traps`) with globals the program chose;
+    - `object.__setattr__` of a function's `__code__`, `__defaults__` or `__kwdefaults__` (the caller checks which)
+      does not rewire a library's function while the program runs: `np.testing.assert_array_equal.__code__ =
+      (lambda *args, **kwargs: None).__code__` would make every later check of the test's with it pass, and no
+      snapshot of namespaces sees it; but `types.coroutine` flagging a function's own code.
     `caller`: the frame that raised the event; `read_file(path)`: its bytes, or None."""
     if event == "compile":
         source, filename = args[0], args[1]
@@ -57,4 +61,12 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
         filename = code.co_filename if type_(code) is code_type else None
         if (filename == "<test>" or type_(filename) is str_ and starts(filename, roots)) and program_running():
             return "making a function of a library's code"
+    elif event == "object.__setattr__":
+        filename = function_code(args[0]).co_filename
+        code = caller.f_code if caller is not None else None
+        if (code is not None and (code.co_filename, code.co_name) == marks_coroutines and args[1] == "__code__"
+                and type_(args[2]) is code_type and args[2].co_filename == filename):
+            return None  # `types.coroutine` setting a library's function's own code, flagged
+        if (filename == "<test>" or type_(filename) is str_ and starts(filename, roots)) and program_running():
+            return "rewiring a library's function"
     return None

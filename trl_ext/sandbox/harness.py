@@ -70,15 +70,12 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
 HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
                    "one_thread.py", "call_guard.py", "answer_traps.py", "lasting_code.py", "test_namespace.py",
-                   "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py")
+                   "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py", "masked_positions.py",
+                   "library_closures.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
-_IMPORTABLE_STDLIB = frozenset(
-    name
-    for name in sys.stdlib_module_names
-    if not name.startswith("_") and name not in {"this", "antigravity", "turtle", "turtledemo", "idlelib", "tkinter"}
-)
-
+_IMPORTABLE_STDLIB = frozenset(name for name in sys.stdlib_module_names if not name.startswith("_") and name not in {
+    "this", "antigravity", "turtle", "turtledemo", "idlelib", "tkinter"})
 
 
 def _compile(spec, private_pids, isolation=None):
@@ -524,7 +521,8 @@ def _judge_program(plan, source, report, remove=()):
             if name in imported:
                 not_loaded.append(name)
     _refuse_signal_handlers()
-    restore_modules = _snapshot(not_loaded)
+    in_process = any(test["kind"] == "statement" and not test.get("apart") for test in tests)
+    restore_modules = _snapshot(not_loaded, in_process)  # with closures where a test shares the program's process
     known_types = _known_types()
     skip_reason, batched = None, _batch_values(tests, solution_code, plan, restore_modules, known_types)
     for index, test in enumerate(tests):
@@ -564,12 +562,12 @@ def _batch_values(tests, solution_code, plan, restore_modules, known_types):
 _SNAPSHOT = [None, None]  # (the modules loaded then and those to drop, the restore function)
 
 
-def _snapshot(not_loaded):
-    """`_module_snapshot(drop_if_new=not_loaded)`, taken again only when this process (no program runs in it)
-    loaded other modules since. A test process drops it from `_SNAPSHOT` before the program runs (`_run_test`)."""
-    key = (frozenset(sys.modules), tuple(sorted(not_loaded)))
+def _snapshot(not_loaded, closures):
+    """`_module_snapshot(not_loaded, closures)`, taken again only when this process (no program runs in it) loaded
+    other modules since. A test process drops it from `_SNAPSHOT` before the program runs (`_run_test`)."""
+    key = (frozenset(sys.modules), tuple(sorted(not_loaded)), closures)
     if _SNAPSHOT[0] != key:
-        _SNAPSHOT[:] = [key, _module_snapshot(drop_if_new=not_loaded)]
+        _SNAPSHOT[:] = [key, _module_snapshot(not_loaded, closures)]
     return _SNAPSHOT[1]
 
 

@@ -16,13 +16,16 @@ import sys
 import types
 
 if __package__:
-    from . import answer_traps, audit_hook, call_guard, judge_side, own_anything, program_isolation, test_namespace
+    from . import (answer_traps, audit_hook, call_guard, judge_side, library_closures, masked_positions,
+                   own_anything, program_isolation, test_namespace)
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import audit_hook
     import call_guard
     import judge_side
+    import library_closures
+    import masked_positions
     import own_anything
     import program_isolation
     import test_namespace
@@ -106,9 +109,10 @@ def _changed_since(saved, classes):
     return changed
 
 
-def _module_snapshot(drop_if_new=()):
-    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`); return a
-    function that puts them back.
+def _module_snapshot(drop_if_new=(), closures=True):
+    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`), and with
+    `closures` read the cells of the functions they hold (`library_closures`); return a function that puts them
+    back. Its `closures()` puts back the cells alone (after each call into the program).
 
     Modules loaded later (by the solution) stay loaded, and attributes of their packages, except those named in
     `drop_if_new` (modules the test imports that could not be loaded beforehand: a solution must not plant a fake
@@ -136,6 +140,8 @@ def _module_snapshot(drop_if_new=()):
     # Registries whose entries run code later (import finders and hooks, collector callbacks): their contents too.
     registries = [(registry, list(registry)) for registry in (sys.meta_path, sys.path_hooks, gc.callbacks)]
     importer_cache, saved_importer_cache = sys.path_importer_cache, dict(sys.path_importer_cache)
+    put_back_closures = library_closures.cells_keeper(library_closures.closure_cells(modules) if closures
+                                                      else ((), ()))
 
     def restore():  # no name lookups: the solution may have replaced any builtin
         for registry, entries in registries:
@@ -173,7 +179,9 @@ def _module_snapshot(drop_if_new=()):
                         set_attribute(cls, name, value)
                     except (AttributeError, TypeError):
                         pass
+        put_back_closures()
 
+    restore.closures = put_back_closures
     return restore
 
 
@@ -231,14 +239,16 @@ def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_
     return None if code is None else bind(code)
 
 
-def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots, keeper):
+def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots, keeper,
+                       put_back_closures):
     """The test's namespace (`test_namespace`), the `solution` module it imports from, in which every function of
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
     (`answer_traps.watcher`). `answers`: `answer_traps`' `(enter, leave)` and `returned_checker`; `keeper`:
     `test_namespace.namespace_keeper`'s `(namespace, hand, restore_mocks)`, `call_argument_hider`,
     `answer_traps.library_objects_made` and `namespace_keeper`'s `(save_cases, restore_cases)`: what the program's
-    code sets on the test's mocks and cases goes when it returns. The program's own namespace stays as it is: its
+    code sets on the test's mocks and cases goes when it returns, and so does what it set in the closures of the
+    libraries' functions (`put_back_closures`, `library_closures`). The program's own namespace stays as it is: its
     functions call each other unguarded."""
     make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases) = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
@@ -253,9 +263,10 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
         case_saves.append(save_cases())
         enter()
 
-    def leave_and_restore_mocks():  # what the program's code set on the test's mocks and cases goes with it
+    def leave_and_restore_mocks():  # what the program's code set on the test's mocks, cases, closures goes with it
         restore_mocks()
         restore_cases(case_saves.pop() if case_saves else None)
+        put_back_closures()
         leave()
 
     def pause_watch():  # a call into the program is guarded as a whole: its own calls are not watched
@@ -432,8 +443,10 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 test_globals["__name__"] = "__test__"
             if kind == "statement":  # the test calls the program under `call_guard`; no collection runs
                 trap_any()  # the class of `ANY` was put back with the modules
+                harness_does(masked_positions.compare_masks, modules)
                 test_globals, modules["solution"], watch = guarded_namespace(
-                    namespace, genuine, modules, module_type, answers[:2] + answers[4:], harness_does, roots, keeper)
+                    namespace, genuine, modules, module_type, answers[:2] + answers[4:], harness_does, roots, keeper,
+                    restore_modules.closures)
                 disable_collection()
                 answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
                 harness_does(set_profile, watch)
