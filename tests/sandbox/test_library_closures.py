@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from trl_ext.rewards.code import CodeReward
-from trl_ext.sandbox import masked_positions
+from trl_ext.sandbox import library_closures, masked_positions
 from trl_ext.sandbox.library_closures import cells_keeper, closure_cells
 from trl_ext.sandbox.testing import close_servers
 
@@ -39,7 +39,11 @@ def _library_module():
     return module, check
 
 
-def test_a_closure_cell_the_program_sets_or_empties_is_put_back():
+@pytest.mark.parametrize("pointers", [True, False], ids=["cells-pointers-read", "cells-read"])
+def test_a_closure_cell_the_program_sets_or_empties_is_put_back(pointers, monkeypatch):
+    assert library_closures._POINTERS is not None  # CPython: the pointers are read, touching no cell
+    if not pointers:
+        monkeypatch.setattr(library_closures, "_POINTERS", None)
     module, check = _library_module()
     put_back = cells_keeper(closure_cells({"library": module}))
     cell = module.check.__closure__[0]

@@ -13,6 +13,7 @@ runs (the harness, before it forks a test process), and put back each time the p
 """
 
 import operator
+import sys
 import types
 
 _FUNCTION = types.FunctionType
@@ -64,15 +65,47 @@ def closure_cells(modules):
     return tuple(cells), tuple(contents)
 
 
+def _pointer_views():
+    """`(view, read)`: `view(cell)` is a view of the pointer a cell holds, and `read(view)` its value (the id of
+    what the cell holds, None where it holds nothing), read without touching the cell or what it holds, so a forked
+    process copies none of their pages. None where this interpreter's cells cannot be read so: checked on a probe."""
+    if sys.implementation.name != "cpython":  # the layout below is CPython's (an object's id is its address)
+        return None
+    try:
+        import ctypes
+    except ImportError:
+        return None
+    offset = types.CellType.__basicsize__ - ctypes.sizeof(ctypes.c_void_p)  # after the object header
+    at, read = ctypes.c_void_p.from_address, ctypes._SimpleCData.__dict__["value"].__get__
+
+    def view(cell):
+        return at(id(cell) + offset)
+
+    first, second = object(), object()
+    probe = types.CellType(first)
+    probe_view = view(probe)
+    seen = read(probe_view)
+    probe.cell_contents = second
+    if seen != id(first) or read(probe_view) != id(second):
+        return None
+    del probe.cell_contents
+    return (view, read) if read(probe_view) is None else None
+
+
 def _put_back(state):
     """Put back every cell whose contents changed since `closure_cells` read them (by identity: no comparison runs,
     which an object of the program's or an approximation could answer as it likes)."""
-    cells, contents, get, set_, all_, map_, is_, zip_, error = state
-    try:
-        if all_(map_(is_, map_(get, cells), contents)):
+    cells, contents, pointers, get, set_, all_, map_, is_, tuple_, zip_, error = state
+    if pointers is not None:
+        views, read, addresses = pointers
+        if tuple_(map_(read, views)) == addresses:  # ints only
             return
-    except error:  # a cell the program emptied
-        pass
+    else:
+        try:
+            if all_(map_(is_, map_(get, cells), contents)):
+                return
+        except error:  # a cell the program emptied
+            pass
     for cell, held in zip_(cells, contents):
         try:
             if get(cell) is held:
@@ -84,11 +117,18 @@ def _put_back(state):
 
 def cells_keeper(saved):
     """`put_back()` for `saved = closure_cells(...)`, bound now: the program may replace any builtin later. Its
-    state is a tuple (`MethodType`: neither can be changed)."""
+    state is a tuple (`MethodType`: neither can be changed). Where it can, it reads the cells' pointers
+    (`_pointer_views`) rather than the cells, so that each forked test process copies no page of theirs."""
     cells, contents = saved
-    return types.MethodType(_put_back, (cells, contents, operator.attrgetter("cell_contents"), _CONTENTS.__set__,
-                                        all, map, operator.is_, zip, ValueError))
+    pointers = _POINTERS
+    if pointers is not None:
+        view, read = pointers
+        pointers = (tuple(map(view, cells)), read, tuple(map(id, contents)))
+    return types.MethodType(_put_back, (cells, contents, pointers, operator.attrgetter("cell_contents"),
+                                        _CONTENTS.__set__, all, map, operator.is_, tuple, zip, ValueError))
 
+
+_POINTERS = _pointer_views()
 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_put_back,)
