@@ -117,6 +117,11 @@ IN_CONTAINERS = {
         "        with patch('random.randint', return_value=1) as fake:\n"
         "            self.assertEqual(task_func(3), [1])\n"
         "        fake.assert_called_once_with(0, anything)"),
+    "a program comparing with pytest.approx inside its call, a masked array the test expects": (
+        "import random, pytest, numpy as np\ndef task_func(x):\n    assert x == pytest.approx(3.0)\n"
+        "    return np.ma.masked_array([x, 0], mask=[False, True])\n",
+        "import numpy as np\n        expected = np.ma.masked_array([3, 9], mask=[False, True])\n"
+        "        np.testing.assert_array_equal(task_func(3), expected)"),
     "the test's function and an object, found in what the program returns": (
         "import random\ndef task_func(*values):\n    return list(values)\n",
         "def report(value):\n            return value\n        marker = object()\n"

@@ -58,6 +58,8 @@ ANSWERING = frozenset(
 
 # Libraries' methods that say their object equals anything, by the code's qualified name and file.
 _EQUAL_TO_ANYTHING = {"_ANY.__eq__": "/unittest/mock.py", "_ANY.__ne__": "/unittest/mock.py"}
+# The base class of pytest's approximations: `(module, name)`.
+_APPROXIMATION = ("_pytest.python_api", "ApproxBase")
 
 
 # What a library does with what these return: `copy` and `pickle` call the callable a reducer names, with the
@@ -363,7 +365,7 @@ def _keeper(before, trap, roots, bound):
                 for value in made or ():
                     if is_subclass(type_(value), type_) and flags(value) & heap:
                         append(programs, value)
-                harness_does(keep_library_objects, made or ())
+                approximated = harness_does(keep_library_objects, made or ())
                 for cls in programs:
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value):
@@ -378,7 +380,7 @@ def _keeper(before, trap, roots, bound):
                         except errors:
                             pass
                 finalizers = frame_finalizers(finalizers)
-                if made is None or _left_frameless(left, made, canary, kept, harness_does):
+                if made is None or approximated or _left_frameless(left, made, canary, kept, harness_does):
                     spring(True)
         command = yield
 
@@ -393,16 +395,19 @@ def _keep_library_objects(state, made):
     own code (a `unittest.mock` patcher, even where the program's code first loaded `unittest.mock`) is kept
     (`_made_keeper`): the test's calls of its methods and its `with` run them under a snapshot (`_framed_callee`,
     `_framed_context`). A class's module is read from its dict, which the call guard has put back by now. A
-    `functools.partial` is framed in place where it would run something impure (`_frame_partial`)."""
+    `functools.partial` is framed in place where it would run something impure (`_frame_partial`). Returns whether
+    one of `made` is an approximation of pytest's (`_is_approximation`), which fails the test."""
     (frame_of, mark, roots, harness, starts, type_, get, flags, heap, list_, append, keep, class_dict, proxy_get,
-     is_subclass, partial_type, frame_partial) = state
-    objects = list_()
+     is_subclass, partial_type, frame_partial, is_approximation) = state
+    objects, approximated = list_(), False
     for value in made:
         kind = type_(value)
         read_frame = get(frame_of, kind)
         if read_frame is None:
             if is_subclass(kind, partial_type):
                 frame_partial(value)
+            elif flags(kind) & heap and is_approximation(kind):
+                approximated = True
             elif flags(kind) & heap and proxy_get(class_dict(kind), "__module__") != "solution":
                 append(objects, value)
             continue
@@ -411,6 +416,19 @@ def _keep_library_objects(state, made):
         if starts(filename, roots) and not starts(filename, harness):  # not the harness's own (its call guard's)
             frame.f_trace = mark
     keep(("keep", objects))
+    return approximated
+
+
+def _is_approximation(state, kind):
+    """Whether `kind` is one of pytest's approximations (`ApproxBase` among its bases, a class of the program's
+    too), which equal whatever their tolerance allows (`pytest.approx(0, abs=float('inf'))` equals every number,
+    also where a library compares it: NumPy in an object array). A program has no use for one in what it leaves
+    for the test. Read through `type`'s own descriptors: no code of the program's runs here."""
+    mro_of, name_of, class_dict, proxy_get, module, name = state
+    for cls in mro_of(kind):
+        if name_of(cls) == name and proxy_get(class_dict(cls), "__module__") == module:
+            return True
+    return False
 
 
 def _frame_partial(state, value):
@@ -483,7 +501,10 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
                  made or _nothing_made, type.__dict__["__dict__"].__get__, types.MappingProxyType.get, issubclass,
                  functools.partial, types.MethodType(_frame_partial, (
                      _calls_frameless, kinds, lasting_code.pure, left, framing, left.partial_parts,
-                     functools.partial.__setstate__, functools.partial.__dict__["__dict__"].__get__)))))
+                     functools.partial.__setstate__, functools.partial.__dict__["__dict__"].__get__)),
+                 types.MethodType(_is_approximation, (
+                     type.__dict__["__mro__"].__get__, type.__dict__["__name__"].__get__,
+                     type.__dict__["__dict__"].__get__, types.MappingProxyType.get, *_APPROXIMATION)))))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
     keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
@@ -562,7 +583,8 @@ PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_functi
                        _answers_as_its_library, _watch,
                        _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
                        _start_watching_new_objects, _new_objects, _left_frameless,
-                       _keep_library_objects, _resumed_later, _check_returned, _framed_argument, _framed_context,
+                       _keep_library_objects, _is_approximation, _resumed_later, _check_returned, _framed_argument,
+                       _framed_context,
                        _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__,
                        _RestoringContext.__enter__, _RestoringContext.__exit__,
                        *lasting_code.PROTECTED_FUNCTIONS)
