@@ -56,3 +56,18 @@ def test_what_a_program_changed_is_put_back_and_what_it_did_not_is_left_as_it_wa
 
     assert in_a_forked_child(body) == {"dumps": True, "encode": True, "planted": False, "limit_denominator": True,
                                  "os_rewritten": False}
+
+
+def test_a_snapshot_that_read_the_closures_serves_every_test_and_one_that_did_not_is_taken_again():
+    from trl_ext.sandbox import harness
+
+    saved = list(harness._SNAPSHOT)
+    try:
+        harness._SNAPSHOT[:] = [None, None]
+        without = harness._snapshot((), False)
+        assert harness._snapshot((), False) is without
+        with_cells = harness._snapshot((), True)  # a test in the program's process needs the cells
+        assert with_cells is not without
+        assert harness._snapshot((), False) is with_cells  # and it serves the others too
+    finally:
+        harness._SNAPSHOT[:] = saved

@@ -559,15 +559,16 @@ def _batch_values(tests, solution_code, plan, restore_modules, known_types):
     return dict(zip(indices, records))
 
 
-_SNAPSHOT = [None, None]  # (the modules loaded then and those to drop, the restore function)
+_SNAPSHOT = [None, None]  # ((the modules loaded then, those to drop, whether cells were read), the restore function)
 
 
 def _snapshot(not_loaded, closures):
     """`_module_snapshot(not_loaded, closures)`, taken again only when this process (no program runs in it) loaded
-    other modules since. A test process drops it from `_SNAPSHOT` before the program runs (`_run_test`)."""
-    key = (frozenset(sys.modules), tuple(sorted(not_loaded)), closures)
-    if _SNAPSHOT[0] != key:
-        _SNAPSHOT[:] = [key, _module_snapshot(not_loaded, closures)]
+    other modules since, or the cells are asked for and were not read: one that read them serves every test. A test
+    process drops it from `_SNAPSHOT` before the program runs (`_run_test`)."""
+    key = (frozenset(sys.modules), tuple(sorted(not_loaded)))
+    if _SNAPSHOT[0] is None or _SNAPSHOT[0][:2] != key or closures and not _SNAPSHOT[0][2]:
+        _SNAPSHOT[:] = [(*key, closures), _module_snapshot(not_loaded, closures)]
     return _SNAPSHOT[1]
 
 
