@@ -1,6 +1,6 @@
 """Red-team programs that make a library's check pass without touching a namespace, in a test that runs in the
 program's process: the code or defaults of NumPy's checks rewired, NumPy's masked arrays, whose masked positions
-`numpy.testing` skips, and pytest's approximations with an infinite tolerance, which NumPy compares. Used by
+`numpy.testing` skips, a module planted under `numpy.ma`, and pytest's approximations with an infinite tolerance, which NumPy compares. Used by
 `red_team.py` (classes 2 and 4). A closure cell of pandas' decorated checks set is in `test_library_closures.py`
 (pandas needs more memory than the red team's sandboxes have)."""
 
@@ -55,6 +55,18 @@ APPROXIMATIONS = (
 RELATIVE_APPROXIMATIONS = "import pytest\ndef task_func(n):\n    return [pytest.approx(1.0, rel=float('inf'))] * n\n"
 MASKED_ALL = "import numpy as np\ndef task_func(n):\n    return np.ma.masked_all(n)\n"
 MASKED_CONSTANT = "import numpy as np\ndef task_func(n):\n    return np.ma.masked\n"
+# NumPy's own masked array made at import, then a module of the program's planted under `numpy.ma`: a mask check
+# that took `MaskedArray` from `sys.modules` after the program ran would find the program's class, not NumPy's.
+PLANTED_MASKED_MODULE = (
+    "import sys, types\nimport numpy as np\nimport numpy.ma\n"
+    "HIDDEN = numpy.ma.masked_all(3)\n"
+    "planted = types.ModuleType('numpy.ma')\n"
+    "planted.MaskedArray = type('MaskedArray', (), {})\n"
+    "planted.getmaskarray = lambda value: np.zeros(np.shape(value), dtype=bool)\n"
+    "sys.modules['numpy.ma'] = planted\n"
+    "np.ma = planted\n"
+    "def task_func(n):\n    return HIDDEN\n"
+)
 
 
 def library_check_attacks(attack, judge_class, values_class) -> dict:
@@ -68,6 +80,8 @@ def library_check_attacks(attack, judge_class, values_class) -> dict:
             judge_class, LOOSE_DEFAULTS, CLOSE_ROW, ARRAY_RIGHT, wrong=ARRAY_WRONG),
         "a fully masked array, whose positions numpy.testing's checks skip": attack(
             values_class, MASKED_ALL, ARRAY_ROW, ARRAY_RIGHT),
+        "a module planted under numpy.ma at import, then NumPy's own masked array": attack(
+            values_class, PLANTED_MASKED_MODULE, ARRAY_ROW, ARRAY_RIGHT),
         "NumPy's masked constant, against np.testing.assert_equal": attack(
             values_class, MASKED_CONSTANT, EQUAL_ROW, ARRAY_RIGHT),
         "pytest.approx with an infinite tolerance, in an object array NumPy compares": attack(

@@ -495,8 +495,7 @@ def _judge_program(plan, source, report, remove=()):
                 skip_reason = "an earlier test failed (all-or-nothing scoring)"
         os.close(binary)
         return
-    # The harness's functions are string constants in the tests' code until bound (`_bind_judge_functions`): the
-    # compiler's warning that a string is called is expected.
+    # The harness's functions are string constants in the tests' code until bound: a string called is expected.
     warnings.filterwarnings("ignore", category=SyntaxWarning)
     try:
         solution_code = compile(source, "solution.py", "exec", dont_inherit=True)
@@ -520,6 +519,8 @@ def _judge_program(plan, source, report, remove=()):
         except Exception:  # noqa: BLE001 - a module that fails to import is simply not pre-loaded
             if name in imported:
                 not_loaded.append(name)
+    if "numpy.testing" in sys.modules:  # the masks its checks compare are NumPy's own (`masked_positions`): loaded
+        __import__("numpy.ma")  # before any program runs; failing, the harness fails (the judge's fault: judged again)
     _refuse_signal_handlers()
     in_process = any(test["kind"] == "statement" and not test.get("apart") for test in tests)
     restore_modules = _snapshot(not_loaded, in_process)  # with closures where a test shares the program's process
@@ -555,8 +556,7 @@ def _batch_values(tests, solution_code, plan, restore_modules, known_types):
     if len(indices) < 2:
         return {}
     codes = [compile(tests[index]["source"], "<test>", "eval", dont_inherit=True) for index in indices]
-    records = _run_test("values", solution_code, codes, "", plan, restore_modules, known_types)
-    return dict(zip(indices, records))
+    return dict(zip(indices, _run_test("values", solution_code, codes, "", plan, restore_modules, known_types)))
 
 
 _SNAPSHOT = [None, None]  # ((the modules loaded then, those to drop, whether cells were read), the restore function)

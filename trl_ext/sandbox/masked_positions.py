@@ -5,9 +5,9 @@
 `np.ma.masked_all(n)`, or the masked constant `np.ma.masked`, passes every such check against any expected array,
 without computing anything.
 
-Where a test runs in the program's process with `numpy.testing` loaded (it uses it), the function those checks
-share, `assert_array_compare`, first compares the two sides' masks: a position that one side masks and the other
-does not fails the check, as a differing value would. Where both sides mask the same positions (the test expects a
+Where a test runs in the program's process with `numpy.testing` loaded (it uses it), the harness loads `numpy.ma`
+with it before any program runs, and the function those checks share, `assert_array_compare`, first compares the
+two sides' masks: a position that one side masks and the other does not fails the check, as a differing value would. Where both sides mask the same positions (the test expects a
 masked result), NumPy compares the rest as it would. Nothing else changes: the check is NumPy's own otherwise.
 
 The state of the check is a tuple (`MethodType`: neither can be changed); what the program changes in NumPy's
@@ -41,7 +41,11 @@ def compare_masks(modules):
     compare = getattr(utilities, "assert_array_compare", None)
     if numpy is None or type(compare) is not types.FunctionType:
         return False
-    masked = numpy.ma
+    # NumPy's own, loaded by the harness with `numpy.testing` before any program ran (and put back since in
+    # `sys.modules`): never a module the program planted there, nor an import that could fail now.
+    masked = modules.get("numpy.ma")
+    if masked is None:  # `numpy.testing` came with the program's code, not the test's: NumPy's own, through numpy
+        masked = numpy.ma
     state = (compare, masked.MaskedArray, masked.getmaskarray, numpy.broadcast_arrays, type, issubclass, ValueError)
     utilities.assert_array_compare = types.MethodType(_masks_first, state)
     return True
