@@ -5,11 +5,11 @@ copies (`plain_data.make_comparisons`), but much of a test compares elsewhere: `
 `7 in [f(x)]`, a mock's `assert_called_with`, `pandas.testing.assert_frame_equal` on an object column. There a
 value of a class the program wrote answers with its own code: an `__eq__` returning True passes them all.
 
-So while the test runs, every answering method (comparison, containment, truth, arithmetic: `ANSWERING`) of a
-class the program made, and every reducer (`REDUCERS`: `copy` and `pickle` call what it names), is replaced by a
-trap: calling it springs the trap (for good) and raises, and the harness fails a test whose trap sprang. While a
-call into the program runs (`call_guard`), the program's classes answer with their own methods again, as the
-program wrote them.
+So while the test runs, every answering method (comparison, containment, truth, arithmetic, NumPy's dispatch:
+`ANSWERING`) of a class the program made, and every reducer (`REDUCERS`: `copy` and `pickle` call what it names),
+is replaced by a trap: calling it springs the trap (for good) and raises, and the harness fails a test whose trap
+sprang. While a call into the program runs (`call_guard`), the program's classes answer with their own methods
+again, as the program wrote them.
 
 The program's code can also leave code to run later without a frame of its own, which no profile function sees
 start: a callable that binds arguments around a built-in or a library's function is framed (wrapped in a function
@@ -41,8 +41,9 @@ import types
 import weakref
 
 if __package__:
-    from . import lasting_code
+    from . import dispatch_hooks, lasting_code
 else:  # inside the sandbox, beside copies of its modules
+    import dispatch_hooks
     import lasting_code
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
@@ -53,6 +54,7 @@ ANSWERING = frozenset(
     | {f"__{prefix}{name}__" for prefix in ("", "r", "i") for name in
        ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift",
         "divmod")}
+    | dispatch_hooks.PROTOCOLS  # NumPy's dispatch hands these the other operand and the result
 )
 
 
@@ -342,7 +344,7 @@ def _keeper(before, trap, roots, bound):
     starts), kept from one call to the next. `before`: the finalizer count before the program ran, and
     `lasting_code`'s `(bound, spring, harness_does)`."""
     (answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, items, is_library,
-     framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects) = bound
+     framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects, (overrides, trapped)) = bound
     (finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
     left, spring, harness_does = lasting
     programs, kept, canary = [], [], _start_watching_new_objects(left)
@@ -367,11 +369,13 @@ def _keeper(before, trap, roots, bound):
                         append(programs, value)
                 approximated = harness_does(keep_library_objects, made or ())
                 for cls in programs:
+                    overridden = overrides(cls)  # of a library of arrays' base (`dispatch_hooks`)
                     for name, value in list_(items(class_dict(cls))):
                         if name in answering and not is_library(value):
                             replacement = trap
                         else:
-                            replacement = framed_attribute(value)
+                            replacement = (trapped(value, trap) if name in overridden and not is_library(value)
+                                           else framed_attribute(value))
                             if replacement is None:
                                 continue
                         append(saved, (cls, name, value))
@@ -504,7 +508,8 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
                      functools.partial.__setstate__, functools.partial.__dict__["__dict__"].__get__)),
                  types.MethodType(_is_approximation, (
                      type.__dict__["__mro__"].__get__, type.__dict__["__name__"].__get__,
-                     type.__dict__["__dict__"].__get__, types.MappingProxyType.get, *_APPROXIMATION)))))
+                     type.__dict__["__dict__"].__get__, types.MappingProxyType.get, *_APPROXIMATION)))),
+             dispatch_hooks.override_traps())
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
     keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
@@ -587,4 +592,4 @@ PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_functi
                        _framed_context,
                        _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__,
                        _RestoringContext.__enter__, _RestoringContext.__exit__,
-                       *lasting_code.PROTECTED_FUNCTIONS)
+                       *lasting_code.PROTECTED_FUNCTIONS, *dispatch_hooks.PROTECTED_FUNCTIONS)

@@ -7,8 +7,9 @@ without computing anything.
 
 Where a test runs in the program's process with `numpy.testing` loaded (it uses it), the harness loads `numpy.ma`
 with it before any program runs, and the function those checks share, `assert_array_compare`, first compares the
-two sides' masks: a position that one side masks and the other does not fails the check, as a differing value would. Where both sides mask the same positions (the test expects a
-masked result), NumPy compares the rest as it would. Nothing else changes: the check is NumPy's own otherwise.
+two sides' masks: a position that one side masks and the other does not fails the check, as a differing value
+would. Where both sides mask the same positions (the test expects a masked result), NumPy compares the rest as it
+would. Nothing else changes: the check is NumPy's own otherwise.
 
 The state of the check is a tuple (`MethodType`: neither can be changed); what the program changes in NumPy's
 namespaces while its code runs is put back when it returns (`call_guard`), this function with it.

@@ -10,8 +10,14 @@ is not plain data takes part only when its class is one the program did not writ
 existed before the program ran, or one the test trusted), never through a forwarding proxy.
 """
 
+import sys
 import types
 import weakref
+
+if __package__:
+    from .dispatch_hooks import PROTOCOLS
+else:  # inside the sandbox, beside copies of its modules
+    from dispatch_hooks import PROTOCOLS
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement, not a built-in type
 # Methods through which a value can answer a comparison or take part in arithmetic with its own code.
@@ -21,6 +27,7 @@ _OWN_ANSWER_METHODS = frozenset(
      "__index__", "__complex__", "__iter__", "__getitem__"}
     | {f"__{prefix}{name}__" for prefix in ("", "r", "i") for name in
        ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift")}
+    | PROTOCOLS  # NumPy's and PyTorch's dispatch
 )
 # Types that forward comparisons to another object the program chose: never compared as they are.
 _FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType, types.MappingProxyType)
@@ -140,10 +147,9 @@ _NOT_PLAIN = object()
 
 
 def value_types(value_modules=("datetime",)):
-    """Built-in (C) value types whose comparison is trusted without a copy: the `datetime` module's."""
-    import sys
-
-    found = set()
+    """Built-in (C) value types whose comparison is trusted without a copy: the `datetime` module's, and NumPy's
+    arrays and dtypes (`array_types`)."""
+    found = set(array_types())
     for name in value_modules:
         module = sys.modules.get(name)
         for item in vars(module).values() if module is not None else ():
@@ -152,41 +158,29 @@ def value_types(value_modules=("datetime",)):
     return found
 
 
-def make_comparisons(known_types, opaque_types=(), own_anything=None):
-    """`compare(left, op, right)`, `truth(value)`, `value(v)` and `trust(cls)` for instrumented test code.
+def array_types():
+    """NumPy's array class and its dtypes' classes, where NumPy is loaded (read before any program runs). An array
+    takes part in a test's computations as it is, not as a plain copy: `(f(x) == expected).all()`, `f(x) > 0` and
+    `f(x).dtype == np.int64` mean what they mean under NumPy. A value of the program's class inside an object
+    array answers nothing outside its calls (`answer_traps`)."""
+    numpy = sys.modules.get("numpy")
+    array, dtype = getattr(numpy, "ndarray", None), getattr(numpy, "dtype", None)
+    if not isinstance(array, type) or not isinstance(dtype, type):
+        return ()
+    found, pending = [array], [dtype]
+    while pending:
+        found.append(pending.pop())
+        pending.extend(type.__subclasses__(found[-1]))
+    return tuple(found)
 
-    - Plain data (see `encode_value`) is compared as fresh copies: no method of the program runs.
-    - A value that is not plain data takes part in a comparison only when its class is in `known_types`
-      (classes that existed before the program ran: libraries', the test's own, the standard library's value
-      types) or was trusted by the test (`trust`, for `pytest.approx`), and never a forwarding proxy
-      (`weakref.proxy`, `MappingProxyType`); so does a built-in container of such values, functions and plain
-      values (a list of dates). Anything else is refused: the comparison is False.
-    - `value(v)` guards every value an assert computes with (names, calls, attributes, subscripts): plain data
-      becomes its plain copy, so arithmetic (`abs(f(x) - y)`) runs on built-in values; a value of a class the
-      program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
-    - `opaque_types` (references to objects in the program's process, `judge_side.Remote`) pass `value` as they
-      are, so a test can call or iterate them, and never take part in a comparison or a truth test.
-    - A library's object that equals anything (`unittest.mock.ANY`) is refused, alone or in a container, but
-      `own_anything`: the test's own `ANY` (`own_anything`), which only the test's code holds.
-    """
-    encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
-    heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
-    mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
-        _FORWARDING_TYPES, NotPlainData
-    is_instance, type_of, any_, object_type, opaque_types = isinstance, type, any, object, tuple(opaque_types)
+
+def _known_checker(known_types, opaque_types, own_anything):
+    """`known(item)`: whether `item` may take part in a comparison as it is (`make_comparisons`); `known_types` is
+    the set `trust` adds to."""
+    is_instance, type_of, object_type, forwarding = isinstance, type, object, _FORWARDING_TYPES
+    mro_of = type.__dict__["__mro__"].__get__
     by_identity, containers, max_items = _COMPARED_AS_THEY_ARE, (list, tuple, set, frozenset), 200_000
     unmatchable, comparison_error = _UNMATCHABLE, Exception
-    operators = {
-        "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
-        "not in": lambda a, b: a not in b,
-    }
-
-    def plain(item):
-        try:
-            return decode(encode(item, max_items=200_000))
-        except (unencodable, RecursionError, ValueError, TypeError):
-            return not_plain
 
     def known(item):
         """Whether `item` may take part in a comparison as it is: a value of a known class, or a built-in container
@@ -222,6 +216,51 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
                 pass
         return False
 
+    return known
+
+
+def make_comparisons(known_types, opaque_types=(), own_anything=None):
+    """`compare(left, op, right)`, `truth(value)`, `value(v)` and `trust(cls)` for instrumented test code.
+
+    - Plain data (see `encode_value`) is compared as fresh copies: no method of the program runs.
+    - A value that is not plain data takes part in a comparison only when its class is in `known_types`
+      (classes that existed before the program ran: libraries', the test's own, the standard library's value
+      types) or was trusted by the test (`trust`, for `pytest.approx`), and never a forwarding proxy
+      (`weakref.proxy`, `MappingProxyType`); so does a built-in container of such values, functions and plain
+      values (a list of dates). Anything else is refused: the comparison is False.
+    - `value(v)` guards every value an assert computes with (names, calls, attributes, subscripts): plain data
+      becomes its plain copy, so arithmetic (`abs(f(x) - y)`) runs on built-in values; a value of a class the
+      program wrote that answers comparisons or arithmetic itself raises `NotPlainData` (the test fails).
+    - `opaque_types` (references to objects in the program's process, `judge_side.Remote`) pass `value` as they
+      are, so a test can call or iterate them, and never take part in a comparison or a truth test.
+    - A library's object that equals anything (`unittest.mock.ANY`) is refused, alone or in a container, but
+      `own_anything`: the test's own `ANY` (`own_anything`), which only the test's code holds.
+    """
+    encode, decode, unencodable, not_plain = encode_value, decode_value, _Unencodable, _NOT_PLAIN
+    heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
+    mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
+        _FORWARDING_TYPES, NotPlainData
+    is_instance, type_of, any_, opaque_types = isinstance, type, any, tuple(opaque_types)
+    known = _known_checker(known_types, opaque_types, own_anything)
+    operators = {
+        "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+        ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
+        "not in": lambda a, b: a not in b,
+    }
+
+    array = (*array_types(), None)[0]
+
+    def plain(item):
+        try:
+            return decode(encode(item, max_items=200_000))
+        except (unencodable, RecursionError, ValueError, TypeError):
+            return not_plain
+
+    def computed(item):
+        """`plain(item)`, but for NumPy's array: computed with as it is, element by element (`array_types`). An
+        assert's own comparison (`compare`) still compares plain copies: `assert f(x) == np.array(...)`."""
+        return not_plain if type_of(item) is array else plain(item)
+
     def answers_itself(item):
         # A class the program wrote (unknown, made by a `class` statement) with its own comparison or arithmetic.
         for cls in mro_of(type_of(item)):
@@ -240,13 +279,13 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
                              right if plain_right is not_plain else plain_right)
 
     def truth(item):
-        plain_item = plain(item)
+        plain_item = computed(item)
         if plain_item is not not_plain:
             return bool(plain_item)
         return known(item) and bool(item)
 
     def value(item):
-        plain_item = plain(item)
+        plain_item = computed(item)
         if plain_item is not not_plain:
             return plain_item
         if is_instance(item, opaque_types):

@@ -19,6 +19,7 @@ if __package__:
     from . import (answer_traps, audit_hook, call_guard, judge_side, library_closures, masked_positions,
                    own_anything, program_isolation, test_namespace)
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
+    from .test_records import PASS_RECORD_END, _flusher, _report_error
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import audit_hook
@@ -30,6 +31,7 @@ else:  # inside the sandbox, beside copies of its modules
     import program_isolation
     import test_namespace
     from plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
+    from test_records import PASS_RECORD_END, _flusher, _report_error
 
 # File descriptors of a test child: 3 = its result pipe (written), 4 = its nonce pipe (read after the test).
 _RESULT_FD = 3
@@ -40,8 +42,6 @@ JUDGE_CONSTANT = "\x00trl-ext judge:"
 # Where libraries are loaded from (`answer_traps.library_roots`), read once by the harness: its test processes
 # inherit it (about 1 ms each otherwise).
 _LIBRARY_ROOTS = answer_traps.library_roots()
-# Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
-PASS_RECORD_END = b"."
 
 
 def _dict_version_views():
@@ -405,13 +405,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     def count_check():
         checks[0] += 1
 
-    def flush():
-        for stream_flush in flush_targets:
-            try:
-                stream_flush()
-            except BaseException:  # noqa: BLE001 - a closed stream: nothing to flush
-                pass
-
+    flush, report_error = _flusher(flush_targets), _report_error
     value_frame = _value_frame_writer(max_value_bytes)
     # In the program's process, the test's own objects and verdict are kept from the program: its classes answer
     # only inside its calls (`answer_traps`), the test keeps its names and methods (`test_namespace`) and its own
@@ -478,15 +472,9 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
         if kind == "stdio":
             write_all(write, result_fd, b"D")
     except BaseException as error:  # noqa: BLE001 - anything the solution raises is a failed test
-        try:
-            message = f"E{stage}:{type(error).__name__}: {error}"
-        except BaseException:  # noqa: BLE001 - an exception whose str() raises
-            message = f"E{stage}:{type(error).__name__}"
-        try:
-            write_all(write, result_fd, message.encode(errors="replace")[:300])
-        except BaseException:  # noqa: BLE001 - the result pipe is gone: the harness reports no result
-            pass
+        report_error(write_all, write, result_fd, stage, error)
     exit_(0)
+
 
 
 def _exec_child(binary_fd, fds, cpu_seconds, memory):

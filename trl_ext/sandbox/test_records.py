@@ -4,14 +4,14 @@ A test process writes on its result pipe: `L` once the program loaded, then `V<v
 prefixed frames of `V`/`U`/`E` (a batch of value tests), `P<nonce>:<checks>.` (a statement test passed), `D` (a
 stdin/stdout program ended), `E<stage>:<error>` or `U<why>` (failed). Anything else, or a pass record without the
 nonce the test process read before the program ran, fails the test.
+
+The test process's side is in `test_process`; the helpers below it binds before the program runs.
 """
 
 import os
 
-if __package__:
-    from .test_process import PASS_RECORD_END
-else:  # inside the sandbox, beside copies of its modules
-    from test_process import PASS_RECORD_END
+# Ends a statement test's pass record: bytes the program writes on the pipe after it make the record invalid.
+PASS_RECORD_END = b"."
 
 
 def _frames(data):
@@ -78,3 +78,28 @@ def _record(kind, result, output, status, reason, nonce):
     else:
         record.update(status="failed", reason="exited", code=os.WEXITSTATUS(status))
     return record
+
+
+def _flusher(streams_flush):
+    """`flush()`: flush the streams' `flush` methods given (bound before the program runs), ignoring closed ones."""
+
+    def flush():
+        for stream_flush in streams_flush:
+            try:
+                stream_flush()
+            except BaseException:  # noqa: BLE001 - a closed stream: nothing to flush
+                pass
+
+    return flush
+
+
+def _report_error(write_all, write, result_fd, stage, error):
+    """Write `E<stage>:<error>` on the result pipe: the test failed at `stage` ("load" or "test")."""
+    try:
+        message = f"E{stage}:{type(error).__name__}: {error}"
+    except BaseException:  # noqa: BLE001 - an exception whose str() raises
+        message = f"E{stage}:{type(error).__name__}"
+    try:
+        write_all(write, result_fd, message.encode(errors="replace")[:300])
+    except BaseException:  # noqa: BLE001 - the result pipe is gone: the harness reports no result
+        pass
