@@ -49,6 +49,8 @@ def test_a_right_program_passes_and_a_wrong_one_fails(reward, form):
 def test_arrays_mean_what_they_mean_under_numpy(reward):
     # Both programs return int64 arrays.
     assert scores(reward, "self.assertEqual(task_func(3).dtype, np.int64)") == [1.0, 1.0]
+    assert scores(reward, "self.assertTrue(isinstance(task_func(3), np.ndarray))") == [1.0, 1.0]
+    assert scores(reward, "assert type(task_func(3)) == np.ndarray") == [1.0, 1.0]
     # `bool(array)` of more than one element is ambiguous: a test that asks it fails for every program, as under
     # the dataset's own harness; of one element, it is that element's truth.
     assert scores(reward, "self.assertTrue(task_func(3))") == [0.0, 0.0]
