@@ -17,10 +17,9 @@ from trl_ext.sandbox.answer_traps import (
     callee_framer,
     context_framer,
     library_objects_made,
-    library_roots,
     watcher,
 )
-from trl_ext.sandbox.code_provenance import forged_library_code
+from trl_ext.sandbox.code_provenance import forged_library_code, library_roots
 from trl_ext.sandbox.plain_data import NotPlainData
 
 ROOTS = library_roots()
@@ -495,3 +494,34 @@ def test_a_librarys_function_is_not_rewired_while_the_program_runs():
                                    _read) is None
         assert forged_library_code("object.__setattr__", (own, attribute, None), None, lambda: True, ROOTS,
                                    _read) is None
+
+
+def test_a_class_the_harness_cannot_read_without_running_the_programs_code_is_told_apart():
+    from trl_ext.sandbox.answer_traps import _CLASS_ANSWERS, _plain_class
+
+    state = (type.__dict__["__dict__"].__get__, types.MappingProxyType.items, type, issubclass, _CLASS_ANSWERS)
+
+    class Name(str):
+        def __hash__(self):
+            return 0
+
+    class Hashing(type):  # the program's metaclass: the harness hashes the classes made with it
+        def __hash__(cls):
+            return 0
+
+    class Plain(type):
+        def describe(cls):
+            return cls.__name__
+
+    def nothing_is_a_library(value):
+        return False
+
+    assert _plain_class(state, type("Holder", (), {"value": 1}), nothing_is_a_library)
+    assert not _plain_class(state, type("Holder", (), {Name("value"): 1}), nothing_is_a_library)
+    assert not _plain_class(state, Hashing, nothing_is_a_library)
+    assert _plain_class(state, Plain, nothing_is_a_library)
+    # A library's metaclass that a module loaded while the program ran defines (`typing`'s, for `Protocol`).
+    protocol_meta = type(__import__("typing").Protocol)
+    assert _plain_class(state, protocol_meta, lambda value: type(value) is types.FunctionType)
+    assert not _plain_class(state, protocol_meta, nothing_is_a_library)
+

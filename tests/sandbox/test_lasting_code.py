@@ -20,7 +20,8 @@ import pytest
 from sandbox_helpers import in_a_forked_child
 
 from trl_ext.sandbox import lasting_code
-from trl_ext.sandbox.answer_traps import _is_library_function, library_roots
+from trl_ext.sandbox.answer_traps import _is_library_function
+from trl_ext.sandbox.code_provenance import library_roots
 
 ROOTS = library_roots()
 

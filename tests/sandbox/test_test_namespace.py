@@ -13,7 +13,7 @@ import unittest.mock
 
 import pytest
 
-from trl_ext.sandbox.answer_traps import library_roots
+from trl_ext.sandbox.code_provenance import library_roots
 from trl_ext.sandbox.instrumentation import (
     ARGUMENT_FUNCTION,
     ENTER_FUNCTION,

@@ -15,17 +15,18 @@ The program's code can also leave code to run later without a frame of its own, 
 start: a callable that binds arguments around a built-in or a library's function is framed (wrapped in a function
 the profile function guards) where it is left on the program's classes, registered with `weakref.finalize`, called
 by the test or passed on by it, and a `partial` the program's code made is framed in place, wherever it then goes;
-one that the interpreter would call on its own (a `map` of `setattr` the test
-iterates) fails the test (`lasting_code`), as does one that the program's code run outside its calls hands back.
+one that the interpreter would call on its own (a `map` of `setattr` the test iterates) fails the test
+(`lasting_code`), as does one that the program's code run outside its calls hands back.
 A library's object that the program's code built with arguments it chose runs a library's code for the test: a
 generator of a library's is guarded as the program's code when resumed; the methods the test calls on any other
 (a patcher's `start()`) and its `__enter__`/`__exit__` under the test's `with` run under a snapshot put back when
 each returns (`call_guard.restoring`), its values still trapped.
 
 A class is the program's when it appeared while the program's code ran (its top-level code, or a call into it)
-and an answering method of it is not a function loaded from a library's file (`library_roots`): classes that
+and an answering method of it is not a function loaded from a library's file (`code_provenance.library_roots`): classes that
 libraries define as they load while the program runs keep their methods. The audit hook (`test_process`) makes
-such a file name unforgeable: code compiled under a library's file name must be that file's content.
+such a file name unforgeable: code compiled under a library's file name must be that file's content. A class the
+harness could not read without running the program's code (`_plain_class`) fails the test.
 
 Nothing here can be rewired or read by the program: a trap is a bound method whose state is a tuple holding only
 the `send` of a generator that can be sprung, never reset; what decides which classes are trapped lives in
@@ -36,15 +37,15 @@ import functools
 import operator
 import os
 import sys
-import sysconfig
 import types
 import weakref
 
 if __package__:
-    from . import dispatch_hooks, lasting_code
+    from . import dispatch_hooks, lasting_code, own_anything
 else:  # inside the sandbox, beside copies of its modules
     import dispatch_hooks
     import lasting_code
+    import own_anything
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement or `type()`
 _RESUMABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR (`inspect`, not loaded here)
@@ -60,22 +61,11 @@ ANSWERING = frozenset(
 
 # Libraries' methods that say their object equals anything, by the code's qualified name and file.
 _EQUAL_TO_ANYTHING = {"_ANY.__eq__": "/unittest/mock.py", "_ANY.__ne__": "/unittest/mock.py"}
-# The base class of pytest's approximations: `(module, name)`.
-_APPROXIMATION = ("_pytest.python_api", "ApproxBase")
 
 
 # What a library does with what these return: `copy` and `pickle` call the callable a reducer names, with the
 # arguments it names (`(setattr, (np.testing, ...))`), unguarded. Trapped like the answering methods.
 REDUCERS = frozenset({"__reduce__", "__reduce_ex__"})
-
-
-def library_roots():
-    """Where libraries are loaded from: the interpreter's library directories, and every directory of `sys.path`
-    that no program can write to (in the sandbox: everything but its tmpfs)."""
-    paths = [sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib", "platlib")]
-    paths += [path for path in sys.path if os.path.isabs(path) and os.path.isdir(path) and not os.access(path, os.W_OK)]
-    paths.append(os.path.dirname(os.path.abspath(__file__)))  # the harness's own modules
-    return tuple(sorted({os.path.realpath(path).rstrip("/") + "/" for path in paths}))
 
 
 def _sprung_flag():
@@ -202,7 +192,7 @@ def callee_framer(roots, made=None):
     (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
     attribute of an object, an item of a list) runs framed, so the profile function guards it; a method of a
     library's object that the program made (`patch.object(...).start` of a patcher it returned) runs under a
-    snapshot. `roots`: the libraries' directories (`library_roots`); `made`: `library_objects_made()`."""
+    snapshot. `roots`: the libraries' directories (`code_provenance.library_roots`); `made`: `library_objects_made()`."""
     return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots), made or _nothing_made,
                                              types.MethodType, types.MethodType.__dict__["__self__"].__get__, type))
 
@@ -344,7 +334,8 @@ def _keeper(before, trap, roots, bound):
     starts), kept from one call to the next. `before`: the finalizer count before the program ran, and
     `lasting_code`'s `(bound, spring, harness_does)`."""
     (answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, items, is_library,
-     framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects, (overrides, trapped)) = bound
+     framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects, (overrides, trapped),
+     plain_class) = bound
     (finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
     left, spring, harness_does = lasting
     programs, kept, canary = [], [], _start_watching_new_objects(left)
@@ -363,10 +354,14 @@ def _keeper(before, trap, roots, bound):
         elif command == "leave" and depth > 0:
             depth -= 1
             if depth == 0:
-                made = _new_objects(left, harness_does)
+                made, odd = _new_objects(left, harness_does), False
                 for value in made or ():
                     if is_subclass(type_(value), type_) and flags(value) & heap:
-                        append(programs, value)
+                        if plain_class(value, is_library):
+                            append(programs, value)
+                        else:  # reading it would run the program's code here: the test fails, now
+                            odd = True
+                            spring(True)
                 approximated = harness_does(keep_library_objects, made or ())
                 for cls in programs:
                     overridden = overrides(cls)  # of a library of arrays' base (`dispatch_hooks`)
@@ -384,9 +379,27 @@ def _keeper(before, trap, roots, bound):
                         except errors:
                             pass
                 finalizers = frame_finalizers(finalizers)
-                if made is None or approximated or _left_frameless(left, made, canary, kept, harness_does):
+                if made is None or approximated or odd or _left_frameless(left, made, canary, kept, harness_does):
                     spring(True)
         command = yield
+
+
+# What a metaclass may not define: the harness hashes and checks the classes made with it, and would run these.
+_CLASS_ANSWERS = frozenset({"__hash__", "__eq__", "__ne__", "__instancecheck__", "__subclasscheck__",
+                            "__getattribute__", "__getattr__"})
+
+
+def _plain_class(state, cls, is_library):
+    """Whether the harness can read `cls` without running the program's code: every name in its dict is a plain
+    `str` (`type(name, bases, namespace)` keeps a key of a `str` subclass, whose `__hash__` the harness would run
+    wherever it looks the name up), and, where it is a metaclass, it defines none of `_CLASS_ANSWERS` but as its
+    library's own (a set of the classes made with it would run its `__hash__`). Read without hashing any name."""
+    class_dict, items, type_, is_subclass, answers = state
+    metaclass = is_subclass(cls, type_)
+    for name, value in items(class_dict(cls)):
+        if type_(name) is not str or metaclass and name in answers and not is_library(value):
+            return False
+    return True
 
 
 def _keep_library_objects(state, made):
@@ -400,7 +413,7 @@ def _keep_library_objects(state, made):
     (`_made_keeper`): the test's calls of its methods and its `with` run them under a snapshot (`_framed_callee`,
     `_framed_context`). A class's module is read from its dict, which the call guard has put back by now. A
     `functools.partial` is framed in place where it would run something impure (`_frame_partial`). Returns whether
-    one of `made` is an approximation of pytest's (`_is_approximation`), which fails the test."""
+    one of `made` is an approximation of pytest's (`own_anything.is_approximation`), which fails the test."""
     (frame_of, mark, roots, harness, starts, type_, get, flags, heap, list_, append, keep, class_dict, proxy_get,
      is_subclass, partial_type, frame_partial, is_approximation) = state
     objects, approximated = list_(), False
@@ -412,8 +425,10 @@ def _keep_library_objects(state, made):
                 frame_partial(value)
             elif flags(kind) & heap and is_approximation(kind):
                 approximated = True
-            elif flags(kind) & heap and proxy_get(class_dict(kind), "__module__") != "solution":
-                append(objects, value)
+            elif flags(kind) & heap:
+                module = proxy_get(class_dict(kind), "__module__")  # the program's, "solution": as a plain `str`
+                if not (type_(module) is str and module == "solution"):
+                    append(objects, value)
             continue
         frame = read_frame(value)
         filename = frame.f_code.co_filename if frame is not None else harness
@@ -421,18 +436,6 @@ def _keep_library_objects(state, made):
             frame.f_trace = mark
     keep(("keep", objects))
     return approximated
-
-
-def _is_approximation(state, kind):
-    """Whether `kind` is one of pytest's approximations (`ApproxBase` among its bases, a class of the program's
-    too), which equal whatever their tolerance allows (`pytest.approx(0, abs=float('inf'))` equals every number,
-    also where a library compares it: NumPy in an object array). A program has no use for one in what it leaves
-    for the test. Read through `type`'s own descriptors: no code of the program's runs here."""
-    mro_of, name_of, class_dict, proxy_get, module, name = state
-    for cls in mro_of(kind):
-        if name_of(cls) == name and proxy_get(class_dict(cls), "__module__") == module:
-            return True
-    return False
 
 
 def _frame_partial(state, value):
@@ -506,10 +509,10 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
                  functools.partial, types.MethodType(_frame_partial, (
                      _calls_frameless, kinds, lasting_code.pure, left, framing, left.partial_parts,
                      functools.partial.__setstate__, functools.partial.__dict__["__dict__"].__get__)),
-                 types.MethodType(_is_approximation, (
-                     type.__dict__["__mro__"].__get__, type.__dict__["__name__"].__get__,
-                     type.__dict__["__dict__"].__get__, types.MappingProxyType.get, *_APPROXIMATION)))),
-             dispatch_hooks.override_traps())
+                 own_anything.approximation_check())),
+             dispatch_hooks.override_traps(), types.MethodType(_plain_class, (
+                 type.__dict__["__dict__"].__get__, types.MappingProxyType.items, type, issubclass,
+                 _CLASS_ANSWERS)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
     keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
@@ -585,11 +588,9 @@ def watcher(namespace, answers, snapshot, bound, roots):
 
 # What the audit hook refuses to rewire (`__code__`).
 PROTECTED_FUNCTIONS = (_spring, _fail, _keeper, _sprung_flag, _is_library_function, _is_library_function_of,
-                       _answers_as_its_library, _watch,
-                       _guard_keeper, _framed_attribute, _frame_finalizers, _calls_frameless, _framed_callee,
-                       _start_watching_new_objects, _new_objects, _left_frameless,
-                       _keep_library_objects, _is_approximation, _resumed_later, _check_returned, _framed_argument,
-                       _framed_context,
-                       _made_keeper, _nothing_made, _frame_partial, _RestoringContext.__init__,
-                       _RestoringContext.__enter__, _RestoringContext.__exit__,
+                       _answers_as_its_library, _watch, _guard_keeper, _framed_attribute, _frame_finalizers,
+                       _calls_frameless, _framed_callee, _start_watching_new_objects, _new_objects, _left_frameless,
+                       _keep_library_objects, _resumed_later, _check_returned, _framed_argument,
+                       _framed_context, _made_keeper, _nothing_made, _frame_partial, _plain_class,
+                       _RestoringContext.__init__, _RestoringContext.__enter__, _RestoringContext.__exit__,
                        *lasting_code.PROTECTED_FUNCTIONS, *dispatch_hooks.PROTECTED_FUNCTIONS)

@@ -50,7 +50,8 @@ def install(roots, provenance):
     which calls a refused function for the harness (its own code objects, its profile function)."""
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
-    open_path, read_link, path_flag, fd_path, busy = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", []
+    open_path, read_link, path_flag, fd_path, busy, own = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", [], []
+    harness_dir = os.path.dirname(os.path.abspath(__file__)) + "/"
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
@@ -62,7 +63,9 @@ def install(roots, provenance):
     provenance_events = frozenset({"compile", "code.__new__", "marshal.loads", "function.__new__"}
                                   if provenance else ())
 
-    forged = _provenance_check(roots, busy, get_frame)
+    base = get_frame(1)  # the harness's frames, below the test and the program
+    forged = _provenance_check(roots, own, get_frame, base)
+    program_on_stack, not_the_program = _program_on_stack, roots + ("<frozen ",)
 
     def harness_does(function, *args, **kwargs):
         busy.append(1)
@@ -73,32 +76,28 @@ def install(roots, provenance):
 
     def judges(target, attribute, reading):
         # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
-        # asks (a frame of its code, "solution.py", is on the stack; `unittest.mock` reads a test's code too).
+        # asks (a frame of its code is on the stack; `unittest.mock` reads a test's code too).
         if id(target) in protected:
             return True
-        busy.append(1)
+        own.append(1)
         try:
             code = get_attribute(target, "__code__" if attribute in rewiring else attribute, None)
-            if get_attribute(code, "co_filename", None) != "<test>":
+            filename = get_attribute(code, "co_filename", None)
+            if type_of(filename) is not str or filename != "<test>":
                 return False
-            frame = get_frame(1)
-            while reading and frame is not None:
-                if frame.f_code.co_filename == "solution.py":
-                    return True
-                frame = frame.f_back
-            return not reading
+            return not reading or program_on_stack(get_frame(1), base, not_the_program)
         finally:
-            busy.pop()
+            own.pop()
 
     def real_path(path):
         # Where `path` leads, as the kernel resolves it (an O_PATH descriptor reads nothing).
-        busy.append(1)
+        own.append(1)
         try:
             fd = open_path(path, path_flag)
         except OSError:
             return ""
         finally:
-            busy.pop()
+            own.pop()
         try:
             return read_link(fd_path + str(fd))
         except OSError:  # no /proc: a program in namespaces of its own sees none (`program_isolation`)
@@ -107,8 +106,16 @@ def install(roots, provenance):
             close(fd)
 
     def audit(event, args):
-        if busy:  # the hook's own work (no code of the program runs meanwhile: it has one thread)
+        if own:  # the hook's own work (no code of the program runs meanwhile: it has one thread)
             return
+        if busy:  # the harness's work (`harness_does`): its own code, but not the program's that it runs meanwhile
+            own.append(1)  # (a metaclass's `__hash__` the harness calls) may do what is refused to the program
+            try:
+                raised_by_harness = starts(get_frame(1).f_code.co_filename, harness_dir)
+            finally:
+                own.pop()
+            if raised_by_harness:
+                return
         if event in blocked or starts(event, "ctypes."):
             raise refusal(f"{event} is not allowed in the code sandbox")
         if event == "sys._getframe":
@@ -134,13 +141,27 @@ def install(roots, provenance):
     return harness_does
 
 
-def _provenance_check(roots, busy, get_frame):
+def _program_on_stack(frame, base, not_the_program, starts=str.startswith, equal=str.__eq__, type_=type, str_=str):
+    """Whether a frame of the program's code is on the stack from `frame` down to `base` (the frame that installed
+    the hook: the harness's, below it): code that is neither the test's ("<test>"), a library's or the harness's
+    (under the roots) nor the import system's ("<frozen "), whatever file name the program gave it: it can claim
+    none of those (`code_provenance`). A name that is not a plain `str` is the program's too, and compared with
+    `str`'s own methods: no `__eq__` of the program's runs here."""
+    while frame is not None and frame is not base:
+        filename = frame.f_code.co_filename
+        if type_(filename) is not str_ or not (equal(filename, "<test>") or starts(filename, not_the_program)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _provenance_check(roots, own, get_frame, base):
     """`forged(event, args)`: why an audit event would make code that claims a library's file
     (`code_provenance.forged_library_code`), or None. Everything it calls is bound now."""
     forged_code, open_path, read_only = code_provenance.forged_library_code, os.open, os.O_RDONLY
-    read, close = os.read, os.close
+    read, close, program_on_stack, not_the_program = os.read, os.close, _program_on_stack, roots + ("<frozen ",)
 
-    def read_file(path):  # called with `busy` set
+    def read_file(path):  # called with `own` set
         try:
             fd = open_path(path, read_only)
         except OSError:
@@ -154,20 +175,15 @@ def _provenance_check(roots, busy, get_frame):
             close(fd)
 
     def forged(event, args):
-        busy.append(1)
+        own.append(1)
         try:
             caller = get_frame(2)  # this function's caller is the hook; the hook's, the code that raised the event
 
             def program_running():
-                frame = caller
-                while frame is not None:
-                    if frame.f_code.co_filename == "solution.py":
-                        return True
-                    frame = frame.f_back
-                return False
+                return program_on_stack(caller, base, not_the_program)
 
             return forged_code(event, args, caller, program_running, roots, read_file)
         finally:
-            busy.pop()
+            own.pop()
 
     return forged

@@ -7,11 +7,23 @@ so that no program can make code that claims a library's file (or the test's) wi
 nor give a library's code globals of its choosing, nor give a library's function other code or defaults.
 """
 
+import os
+import sys
+import sysconfig
 import types
 
 # `types.coroutine`, which the standard library applies to its own generators as it loads (`asyncio.tasks`), gives
 # their code a flag through `code.replace`: the same code, under the same file name.
 _MARKS_COROUTINES = (types.coroutine.__code__.co_filename, types.coroutine.__code__.co_name)
+
+
+def library_roots():
+    """Where libraries are loaded from: the interpreter's library directories, and every directory of `sys.path`
+    that no program can write to (in the sandbox: everything but its tmpfs)."""
+    paths = [sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib", "platlib")]
+    paths += [path for path in sys.path if os.path.isabs(path) and os.path.isdir(path) and not os.access(path, os.W_OK)]
+    paths.append(os.path.dirname(os.path.abspath(__file__)))  # the harness's own modules
+    return tuple(sorted({os.path.realpath(path).rstrip("/") + "/" for path in paths}))
 
 
 def forged_library_code(event, args, caller, program_running, roots, read_file, type_=type, bytes_=bytes, str_=str,
@@ -22,8 +34,10 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
 
     - `compile` under a library's file name must compile that file's content (the import system does so); an
       abstract syntax tree (whose file name the event does not show) is not compiled while the program runs;
-    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file or the test's, but from
-      `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio` inside a call);
+    - `code.__new__` (`types.CodeType`, `code.replace`) may not name a library's file, the test's or a frozen
+      module's, but from `types.coroutine` (which only flags a function's code as a coroutine's: `import asyncio`
+      inside a call); nor may `compile`. A file name or code name must be a plain `str`: a subclass's `__eq__`
+      would answer the judge's own comparisons (is this the program's code?) with the program's code;
     - `marshal.loads` is the import system's own load of a library's compiled file, its content unchanged;
     - `function.__new__` (`types.FunctionType(code, globals)`) is not given a library's code while the program
       runs: such a function would count as the library's (`answer_traps`) with globals the program chose;
@@ -38,15 +52,19 @@ def forged_library_code(event, args, caller, program_running, roots, read_file, 
             return "compiling a syntax tree" if program_running() else None
         if type_(filename) is bytes_:
             filename = decode(filename, errors="replace")
-        if filename == "<test>":
-            return "compiling code under the test's name"
+        if type_(filename) is not str_:  # a `str` subclass answers comparisons of the judge's with its own code
+            return "compiling code under a file name that is not a plain string"
+        if filename == "<test>" or starts(filename, "<frozen "):
+            return "compiling code under the test's name or a frozen module's"
         if type_(filename) is str_ and starts(filename, roots) and bytes_(source) != read_file(filename):
             return "compiling code under a library's file name"
     elif event == "code.__new__":
+        if type_(args[1]) is not str_ or type_(args[2]) is not str_:
+            return "making a code object whose file or name is not a plain string"
         code = caller.f_code if caller is not None else None
         if code is not None and (code.co_filename, code.co_name) == marks_coroutines and args[1] != "<test>":
             return None
-        if args[1] == "<test>" or type_(args[1]) is str_ and starts(args[1], roots):
+        if args[1] == "<test>" or starts(args[1], roots) or starts(args[1], "<frozen "):
             return "making a code object under a library's file name"
     elif event == "marshal.loads":
         code = caller.f_code if caller is not None else None

@@ -22,9 +22,10 @@ program's code runs here.
 PROTOCOLS = frozenset({"__array_ufunc__", "__array_function__", "__array_wrap__", "__array_finalize__",
                        "__torch_function__", "__torch_dispatch__"})
 # Libraries of arrays and frames, whose operations on an object call methods its class may override: every class of
-# a module under one of these packages, and PyTorch's tensors (not its modules: `nn.Module.forward` is the program's
-# to write, and the test's to call).
-LIBRARIES = frozenset({"numpy", "pandas", "xarray"})
+# a module under one of these packages, and PyTorch's tensors (`torch`, `torch._C`; not its modules:
+# `nn.Module.forward` is the program's to write, and the test's to call) and SciPy's sparse arrays (not its
+# distributions: a subclass of `rv_continuous` writes `_pdf` for SciPy to call).
+LIBRARIES = ("numpy", "pandas", "xarray", "scipy.sparse")
 _TENSOR_MODULES = frozenset({"torch", "torch._C"})
 # Left as they are: what makes and names the program's own objects, and what `type` itself puts in a class's dict.
 _LEFT = frozenset({"__init__", "__new__", "__init_subclass__", "__class_getitem__", "__repr__", "__str__", "__format__",
@@ -34,8 +35,8 @@ _LEFT = frozenset({"__init__", "__new__", "__init_subclass__", "__class_getitem_
 def _overrides(state, cls):
     """The names of `cls`'s own attributes that override an attribute of a base from `LIBRARIES`, through its
     `__mro__` or its `__bases__` (a metaclass may leave a base out of the `__mro__`)."""
-    (mro_of, bases_of, class_dict, module_of, partition, is_subclass, type_, id_, libraries, tensor_modules, left,
-     set_) = state
+    (mro_of, bases_of, class_dict, module_of, exact, starts, is_subclass, type_, id_, libraries, tensor_modules,
+     left, set_) = state
     library_names, seen, pending = set_(), set_(), [*mro_of(cls)[1:], *bases_of(cls)]
     while pending:
         base = pending.pop()
@@ -43,10 +44,19 @@ def _overrides(state, cls):
             continue
         seen.add(id_(base))
         pending.extend(bases_of(base))
-        module = module_of(base)
-        if is_subclass(type_(module), str) and (partition(module, ".")[0] in libraries or module in tensor_modules):
+        module = module_of(base)  # what a class of the program's says: read as an exact `str` (no `__eq__` of its own)
+        module = exact(module) if is_subclass(type_(module), str) else ""
+        if module in tensor_modules or _under(module, libraries, starts):
             library_names.update(class_dict(base))
     return {name for name in class_dict(cls) if name in library_names and name not in left}
+
+
+def _under(module, packages, starts):
+    """Whether `module` is one of `packages` or a module under one."""
+    for package in packages:
+        if module == package or starts(module, package + "."):
+            return True
+    return False
 
 
 def _trapped_override(state, value, trap):
@@ -66,11 +76,12 @@ def override_traps():
 
     mro_of, class_dict = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
     overrides = types.MethodType(_overrides, (
-        mro_of, type.__dict__["__bases__"].__get__, class_dict, type.__dict__["__module__"].__get__, str.partition,
+        mro_of, type.__dict__["__bases__"].__get__, class_dict, type.__dict__["__module__"].__get__, str.__str__,
+        str.startswith,
         issubclass, type, id, LIBRARIES, _TENSOR_MODULES, _LEFT, set))
     trapped = types.MethodType(_trapped_override, (property, type, mro_of, class_dict, callable))
     return overrides, trapped
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_overrides, _trapped_override)
+PROTECTED_FUNCTIONS = (_overrides, _under, _trapped_override)

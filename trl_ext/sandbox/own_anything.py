@@ -1,4 +1,4 @@
-"""The test's own `unittest.mock.ANY` (inside the sandbox; standard library only).
+"""The test's own `unittest.mock.ANY`, and pytest's approximations told apart (inside the sandbox; standard library only).
 
 `unittest.mock.ANY` equals everything. A test names it where any value will do
 (`mock_get.assert_called_once_with(url, headers=ANY)`, `assertEqual(result, {'id': ANY, 'name': 'x'})`). A
@@ -12,6 +12,10 @@ it), the test gets an `ANY` of its own: each `ANY` its code reads (`ANY`, `mock.
 class's `__eq__` and `__ne__` answer as written for that instance; for any other, the library's own `ANY` among
 them, they fail the test (final), wherever the comparison happens: a mock's call record, a NumPy object array, the
 judge's asserts.
+
+pytest's approximations are the other library objects that equal what their tolerance allows
+(`pytest.approx(0, abs=float('inf'))` equals every number): `is_approximation` tells their classes, and
+`answer_traps` fails a test where the program's code left one alive.
 
 Nothing here can be read for the test's instance: the comparisons' state (their default, which the audit hook
 refuses to the program) holds its id only (raw memory is refused to the program too), and the mapping the test's
@@ -75,5 +79,29 @@ def test_anything(mock_module, fail):
     return own, types.MethodType(_own, (library_any, own)), trap
 
 
+# The base class of pytest's approximations: `(module, name)`.
+_APPROXIMATION = ("_pytest.python_api", "ApproxBase")
+
+
+def is_approximation(state, kind):
+    """Whether `kind` is one of pytest's approximations (`ApproxBase` among its bases, a class of the program's
+    too), which equal whatever their tolerance allows (`pytest.approx(0, abs=float('inf'))` equals every number,
+    also where a library compares it: NumPy in an object array). A program has no use for one in what it leaves
+    for the test. Read through `type`'s own descriptors: no code of the program's runs here."""
+    mro_of, name_of, class_dict, proxy_get, type_, module, name = state
+    for cls in mro_of(kind):  # names compared only as plain `str`s: a subclass's `__eq__` is the program's code
+        cls_name, cls_module = name_of(cls), proxy_get(class_dict(cls), "__module__")
+        if type_(cls_name) is str and type_(cls_module) is str and cls_name == name and cls_module == module:
+            return True
+    return False
+
+
+def approximation_check():
+    """`is_approximation(kind)`, bound before the program runs."""
+    return types.MethodType(is_approximation, (
+        type.__dict__["__mro__"].__get__, type.__dict__["__name__"].__get__, type.__dict__["__dict__"].__get__,
+        types.MappingProxyType.get, type, *_APPROXIMATION))
+
+
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_equal, _unequal, _own, _unchanged, _nothing)
+PROTECTED_FUNCTIONS = (_equal, _unequal, _own, _unchanged, _nothing, is_approximation)

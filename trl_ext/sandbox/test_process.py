@@ -16,14 +16,15 @@ import sys
 import types
 
 if __package__:
-    from . import (answer_traps, audit_hook, call_guard, judge_side, library_closures, masked_positions,
-                   own_anything, program_isolation, test_namespace)
+    from . import (answer_traps, audit_hook, call_guard, code_provenance, judge_side, library_closures,
+                   masked_positions, own_anything, program_isolation, test_namespace)
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
     from .test_records import PASS_RECORD_END, _flusher, _report_error
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import audit_hook
     import call_guard
+    import code_provenance
     import judge_side
     import library_closures
     import masked_positions
@@ -39,9 +40,9 @@ _NONCE_FD = 4
 # The harness's functions in instrumented test code (`trl_ext.sandbox.instrumentation.JUDGE_NAMES`): string
 # constants `JUDGE_CONSTANT + name`, replaced in the compiled code by the functions (`_bind_judge_functions`).
 JUDGE_CONSTANT = "\x00trl-ext judge:"
-# Where libraries are loaded from (`answer_traps.library_roots`), read once by the harness: its test processes
+# Where libraries are loaded from (`code_provenance.library_roots`), read once by the harness: its test processes
 # inherit it (about 1 ms each otherwise).
-_LIBRARY_ROOTS = answer_traps.library_roots()
+_LIBRARY_ROOTS = code_provenance.library_roots()
 
 
 def _dict_version_views():
