@@ -23,10 +23,11 @@ generator of a library's is guarded as the program's code when resumed; the meth
 each returns (`call_guard.restoring`), its values still trapped.
 
 A class is the program's when it appeared while the program's code ran (its top-level code, or a call into it)
-and an answering method of it is not a function loaded from a library's file (`code_provenance.library_roots`): classes that
-libraries define as they load while the program runs keep their methods. The audit hook (`test_process`) makes
-such a file name unforgeable: code compiled under a library's file name must be that file's content. A class the
-harness could not read without running the program's code (`_plain_class`) fails the test.
+and an answering method of it is not a function loaded from a library's file (`code_provenance.library_roots`):
+classes that libraries define as they load while the program runs keep their methods. The audit hook
+(`test_process`) makes such a file name unforgeable: code compiled under a library's file name must be that
+file's content. A class the harness could not read without running the program's code (`_plain_class`) fails the
+test.
 
 Nothing here can be rewired or read by the program: a trap is a bound method whose state is a tuple holding only
 the `send` of a generator that can be sprung, never reset; what decides which classes are trapped lives in
@@ -192,7 +193,8 @@ def callee_framer(roots, made=None):
     (`instrumentation`): a `partial` of `setattr` that the program handed over in a value (returned, as an
     attribute of an object, an item of a list) runs framed, so the profile function guards it; a method of a
     library's object that the program made (`patch.object(...).start` of a patcher it returned) runs under a
-    snapshot. `roots`: the libraries' directories (`code_provenance.library_roots`); `made`: `library_objects_made()`."""
+    snapshot. `roots`: the libraries' directories (`code_provenance.library_roots`); `made`:
+    `library_objects_made()`."""
     return types.MethodType(_framed_callee, (_framing(), _framing_kinds(roots), made or _nothing_made,
                                              types.MethodType, types.MethodType.__dict__["__self__"].__get__, type))
 

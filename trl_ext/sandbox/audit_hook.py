@@ -51,7 +51,6 @@ def install(roots, provenance):
     blocked, frame_attributes, refusal, bad_value = _BLOCKED_AUDIT_EVENTS, _FRAME_ATTRIBUTES, RuntimeError, ValueError
     starts, ends, is_instance, text_types, close = str.startswith, str.endswith, isinstance, (str, bytes), os.close
     open_path, read_link, path_flag, fd_path, busy, own = os.open, os.readlink, os.O_PATH, "/proc/self/fd/", [], []
-    harness_dir = os.path.dirname(os.path.abspath(__file__)) + "/"
     code_attributes, rewiring, get_attribute, get_frame = _CODE_ATTRIBUTES, _REWIRING_ATTRIBUTES, getattr, sys._getframe
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
@@ -73,6 +72,8 @@ def install(roots, provenance):
             return function(*args, **kwargs)
         finally:
             busy.pop()
+
+    harness_code = harness_does.__code__
 
     def judges(target, attribute, reading):
         # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
@@ -108,13 +109,13 @@ def install(roots, provenance):
     def audit(event, args):
         if own:  # the hook's own work (no code of the program runs meanwhile: it has one thread)
             return
-        if busy:  # the harness's work (`harness_does`): its own code, but not the program's that it runs meanwhile
-            own.append(1)  # (a metaclass's `__hash__` the harness calls) may do what is refused to the program
+        if busy:  # the harness's work (`harness_does`) goes unchecked, but not code of the program's that it runs
+            own.append(1)  # meanwhile (a metaclass's `__hash__`): that may do only what the program may
             try:
-                raised_by_harness = starts(get_frame(1).f_code.co_filename, harness_dir)
+                program = program_on_stack(get_frame(1), harness_code, not_the_program)
             finally:
                 own.pop()
-            if raised_by_harness:
+            if not program:
                 return
         if event in blocked or starts(event, "ctypes."):
             raise refusal(f"{event} is not allowed in the code sandbox")
@@ -142,12 +143,13 @@ def install(roots, provenance):
 
 
 def _program_on_stack(frame, base, not_the_program, starts=str.startswith, equal=str.__eq__, type_=type, str_=str):
-    """Whether a frame of the program's code is on the stack from `frame` down to `base` (the frame that installed
-    the hook: the harness's, below it): code that is neither the test's ("<test>"), a library's or the harness's
-    (under the roots) nor the import system's ("<frozen "), whatever file name the program gave it: it can claim
-    none of those (`code_provenance`). A name that is not a plain `str` is the program's too, and compared with
-    `str`'s own methods: no `__eq__` of the program's runs here."""
-    while frame is not None and frame is not base:
+    """Whether a frame of the program's code is on the stack from `frame` down to `base`: the frame that installed
+    the hook (the harness's, below it), or the code of `harness_does` (the harness's work that runs it). The
+    program's code is code that is neither the test's ("<test>"), a library's or the harness's (under the roots)
+    nor the import system's ("<frozen "), whatever file name the program gave it: it can claim none of those
+    (`code_provenance`). A name that is not a plain `str` is the program's too, and compared with `str`'s own
+    methods: no `__eq__` of the program's runs here."""
+    while frame is not None and frame is not base and frame.f_code is not base:
         filename = frame.f_code.co_filename
         if type_(filename) is not str_ or not (equal(filename, "<test>") or starts(filename, not_the_program)):
             return True

@@ -77,8 +77,7 @@ def override_traps():
     mro_of, class_dict = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
     overrides = types.MethodType(_overrides, (
         mro_of, type.__dict__["__bases__"].__get__, class_dict, type.__dict__["__module__"].__get__, str.__str__,
-        str.startswith,
-        issubclass, type, id, LIBRARIES, _TENSOR_MODULES, _LEFT, set))
+        str.startswith, issubclass, type, id, LIBRARIES, _TENSOR_MODULES, _LEFT, set))
     trapped = types.MethodType(_trapped_override, (property, type, mro_of, class_dict, callable))
     return overrides, trapped
 

@@ -1,4 +1,4 @@
-"""The test's own `unittest.mock.ANY`, and pytest's approximations told apart (inside the sandbox; standard library only).
+"""The test's own `unittest.mock.ANY`, and pytest's approximations (inside the sandbox; standard library only).
 
 `unittest.mock.ANY` equals everything. A test names it where any value will do
 (`mock_get.assert_called_once_with(url, headers=ANY)`, `assertEqual(result, {'id': ANY, 'name': 'x'})`). A
