@@ -65,6 +65,7 @@ from red_team_case import case_reached_attacks
 from red_team_inside import inside_the_test_attacks
 from red_team_library import library_check_attacks
 from red_team_names import judge_name_attacks
+from red_team_state import coarse_state_attacks
 from red_team_programs import (
     _WRITE_ON_PID1_STDOUT,
     ANYTHING,
@@ -550,6 +551,7 @@ ATTACKS.update(anything_equal_attacks(Attack, VALUES))
 ATTACKS.update(case_reached_attacks(Attack, JUDGE))
 ATTACKS.update(library_check_attacks(Attack, JUDGE, VALUES))
 ATTACKS.update(judge_name_attacks(Attack, JUDGE))
+ATTACKS.update(coarse_state_attacks(Attack, VALUES))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to
 # non-integer expected tokens: (program, row) that must score 1.0.

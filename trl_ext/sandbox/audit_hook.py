@@ -9,12 +9,13 @@ import sys
 import types
 
 if __package__:
-    from . import (answer_traps, call_guard, code_provenance, library_closures, masked_positions, own_anything,
-                   test_namespace)
+    from . import (answer_traps, call_guard, code_provenance, context_state, library_closures, masked_positions,
+                   own_anything, test_namespace)
 else:  # inside the sandbox, beside copies of its modules
     import answer_traps
     import call_guard
     import code_provenance
+    import context_state
     import library_closures
     import masked_positions
     import own_anything
@@ -55,7 +56,7 @@ def install(roots, provenance):
     protected = frozenset(id(function) for function in call_guard.PROTECTED_FUNCTIONS
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
                           + own_anything.PROTECTED_FUNCTIONS + masked_positions.PROTECTED_FUNCTIONS
-                          + library_closures.PROTECTED_FUNCTIONS)
+                          + library_closures.PROTECTED_FUNCTIONS + context_state.PROTECTED_FUNCTIONS)
     type_of, function_type = type, types.FunctionType
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
     readable = code_attributes | {"__defaults__", "__kwdefaults__"}  # a harness function's state may be a default

@@ -24,18 +24,21 @@ import types
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a `class` statement
 
 
-def context(modules, test_namespace, answers, versions=None, harness_does=None):
+def context(modules, test_namespace, answers, versions=None, harness_does=None, context_variables=None):
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
     and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read)`
     of dicts' version tags (`test_process`), or None where this interpreter keeps none; `harness_does` runs what
-    the audit hook refuses the program (`watch`)."""
+    the audit hook refuses the program (`watch`); `context_variables`: `context_state.switcher()`'s `(enter,
+    leave)`, or None to leave context variables as the program's code sets them."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     if versions is None:  # every namespace copied and put back each time
         versions = (lambda dictionary: None, lambda view: object())
+    if context_variables is None:
+        context_variables = (lambda: None, lambda entered: None)
     tags = ({}, versions[0], versions[1], harness_does or (lambda function, *args: function(*args)),
-            gc.get_referents)
+            gc.get_referents, context_variables)
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, issubclass, type, getattr,
@@ -47,7 +50,7 @@ def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
     """`(holder, view, tag, copy, classes)`: a copy of a module's namespace (`holder`) or a class's dict as it is
     now, the dict's version tag, and the classes a namespace holds (`classes_in(copy)`). The copy made last time is
     used again while the tag shows no change since."""
-    cache, watch, read, harness_does, referents = tags
+    cache, watch, read, harness_does, referents, _ = tags
     cached = get(cache, id_(holder))
     if cached is not None and cached[0] is holder and read(cached[1]) == cached[2]:
         return cached
@@ -72,7 +75,8 @@ def _copies(bound):
     """`(namespaces, classes, packages, views, versions)`: a copy of every loaded module's namespace and of every
     class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags. Among the
     namespaces, the plain dicts those namespaces and classes hold (a library's registry or cache, such as
-    `copyreg.dispatch_table`, whose reducers `copy` calls, or `re`'s compiled patterns), put back the same way;
+    `copyreg.dispatch_table`, whose reducers `copy` calls, or `re`'s compiled patterns), and the plain dicts those
+    hold (pandas' options), put back the same way;
     not `sys.modules` and the importers' cache, which `take_snapshot` keeps as the call left them, nor the
     program's own (a registry it fills across calls)."""
     (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_subclass, type_,
@@ -102,30 +106,48 @@ def _copies(bound):
     held = get(tags[0], "held")  # the plain dicts each namespace or class held when copied, kept with that copy
     if held is None:
         held = tags[0]["held"] = {}
-    for holder_copy in namespaces + classes:
-        if holder_copy[0] is program or get(programs, id_(holder_copy[0])) is not None:
-            continue
-        known = get(held, id_(holder_copy[0]))
-        if known is None or known[0] is not holder_copy:  # a copy made again: what it holds is read again
-            known = (holder_copy, [value for value in list_(values(holder_copy[3])) if type_(value) is dict_])
-            held[id_(holder_copy[0])] = known
-        for value in known[1]:
-            if get(seen, id_(value)) is None:
-                seen[id_(value)] = value
-                namespaces.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
+    level = namespaces + classes
+    for _ in (1, 2):  # two levels down: a library's registry or options, and the dicts they hold (pandas' options)
+        found = []
+        for holder_copy in level:
+            if holder_copy[0] is program or get(programs, id_(holder_copy[0])) is not None:
+                continue
+            known = get(held, id_(holder_copy[0]))
+            if known is None or known[0] is not holder_copy:  # a copy made again: what it holds is read again
+                known = (holder_copy, [value for value in list_(values(holder_copy[3])) if type_(value) is dict_])
+                held[id_(holder_copy[0])] = known
+            for value in known[1]:
+                if get(seen, id_(value)) is None:
+                    seen[id_(value)] = value
+                    found.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
+        namespaces.extend(found)
+        level = found
     copies = namespaces + classes
     return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies]
 
 
+def held_dicts(holders, seen):
+    """`(dict, copy)` for each plain dict the dicts `holders` hold, and each of those holds in turn (a library's
+    registry, cache or options: `re`'s compiled patterns, pandas' options), once each, none whose id is in `seen`:
+    what `_copies` puts back after each call, for the snapshot taken before the program's top-level code runs."""
+    found, level = [], holders
+    for _ in range(2):
+        level = [value for holder in level for value in list(holder.values())
+                 if type(value) is dict and id(value) not in seen and not seen.add(id(value))]
+        found += level
+    return [(held, dict(held)) for held in found]
+
+
 def take_snapshot(bound):
-    """A function that puts back the namespaces, classes and registries (import finders and hooks, collector
-    callbacks) as they are now. Modules the call loads stay loaded (and attributes of their packages, as importing
-    them made them). Only the dicts whose version tag changed are put back, and only those that changed since the
-    last snapshot are copied again."""
+    """A function that puts back the namespaces, classes, registries (import finders and hooks, collector
+    callbacks) and context variables as they are now. Modules the call loads stay loaded (and attributes of their
+    packages, as importing them made them). Only the dicts whose version tag changed are put back, and only those
+    that changed since the last snapshot are copied again."""
     (modules, test_namespace, registries, _, _, dict_, list_, items, _, clear, update, get, _, class_dict,
      set_attribute, delete_attribute, _, _, _, split_last, proxy_get, errors, importer_cache, _, map_, tags,
      _) = bound
-    cache, watch, read, harness_does, _ = tags
+    cache, watch, read, harness_does, _, (enter_context, leave_context) = tags
+    entered_context = enter_context()  # the program's context variables set again (`context_state`)
     saved_modules, saved_test = dict_(modules), dict_(test_namespace)
     last = get(cache, "last")  # the last snapshot's copies: all of them still current when no tag changed
     modules_view = last[0] if last is not None else harness_does(watch, modules)
@@ -174,6 +196,7 @@ def take_snapshot(bound):
             registry[:] = entries
         clear(importer_cache)
         update(importer_cache, saved_importer_cache)
+        leave_context(entered_context)
 
     return restore
 

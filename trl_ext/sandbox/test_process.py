@@ -16,8 +16,8 @@ import sys
 import types
 
 if __package__:
-    from . import (answer_traps, audit_hook, call_guard, code_provenance, judge_side, library_closures,
-                   masked_positions, own_anything, program_isolation, test_namespace)
+    from . import (answer_traps, audit_hook, call_guard, code_provenance, context_state, judge_side,
+                   library_closures, masked_positions, own_anything, program_isolation, test_namespace)
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
     from .test_records import PASS_RECORD_END, _flusher, _report_error
 else:  # inside the sandbox, beside copies of its modules
@@ -25,6 +25,7 @@ else:  # inside the sandbox, beside copies of its modules
     import audit_hook
     import call_guard
     import code_provenance
+    import context_state
     import judge_side
     import library_closures
     import masked_positions
@@ -111,14 +112,18 @@ def _changed_since(saved, classes):
 
 
 def _module_snapshot(drop_if_new=(), closures=True):
-    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`), and with
-    `closures` read the cells of the functions they hold (`library_closures`); return a function that puts them
-    back. Its `closures()` puts back the cells alone (after each call into the program).
+    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`), the plain
+    dicts they hold two levels down (`call_guard.held_dicts`), and with `closures` read the cells of the functions
+    they hold (`library_closures`); return a function that puts them back. Its `closures()` puts back the cells
+    alone (after each call into the program).
 
     Modules loaded later (by the solution) stay loaded, and attributes of their packages, except those named in
     `drop_if_new` (modules the test imports that could not be loaded beforehand: a solution must not plant a fake
-    one for the test).
+    one for the test). With `closures` (a test in the program's process), `decimal` is loaded first and its context
+    set, so that the context the test computes with is there before any program runs (`context_state`).
     """
+    if closures:
+        __import__("decimal").getcontext()
     modules = sys.modules
     saved_modules = dict(modules)
     saved, classes, packages = [], [], {}
@@ -132,6 +137,8 @@ def _module_snapshot(drop_if_new=(), closures=True):
                 if isinstance(value, type) and type.__dict__["__flags__"].__get__(value) & _HEAP_TYPE:
                     if getattr(value, "__module__", None) == module_name:
                         classes.append((value, dict(vars(value))))
+    seen = {id(modules), id(sys.path_importer_cache), *(id(namespace) for namespace, _ in saved)}
+    saved += call_guard.held_dicts([copy for _, copy in saved + classes], seen)
     changed = _changed_since(saved, classes)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
@@ -251,7 +258,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     code sets on the test's mocks and cases goes when it returns, and so does what it set in the closures of the
     libraries' functions (`put_back_closures`, `library_closures`). The program's own namespace stays as it is: its
     functions call each other unguarded."""
-    make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases) = keeper
+    make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases), context_variables = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
     def hide_all(args, kwargs):  # the test's functions and its case, handed over as arguments, hidden
@@ -286,8 +293,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
         return harness_does(hide_all, args, kwargs)
 
     answers = (enter_saving_cases, leave_and_restore_mocks)
-    bound = call_guard.context(modules, test_globals,
-                               answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS, harness_does)
+    bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS,
+                               harness_does, context_variables)
     made(("guard", types.MethodType(call_guard.restoring, bound)))  # for the libraries' objects the program made
     view = module_type("solution")
     for name, item in namespace.items():
@@ -351,8 +358,8 @@ def _in_process_keepers(roots, harness_does):
     restore_mocks, cases_kept)`, `call_argument_hider` and `answer_traps.library_objects_made`, the judge functions
     the test's code calls (`fail`, final; `enter`, first in each method of a test class; `call`, on everything it
     calls: `answer_traps.callee_framer`; `argument`, on what it passes; `hide`, on each function of its own it
-    hands on; `context`, on what it enters with `with`; `own_any`, on each `ANY` it reads: `own_anything`), and
-    `own_anything`'s `(own, trap)`."""
+    hands on; `context`, on what it enters with `with`; `own_any`, on each `ANY` it reads: `own_anything`),
+    `own_anything`'s `(own, trap)`, and `context_state.switcher`'s `(enter, leave)` in `keeper`."""
     get_frame = sys._getframe
     made = answer_traps.library_objects_made()
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does, made)
@@ -380,7 +387,9 @@ def _in_process_keepers(roots, harness_does):
     hand_over = test_namespace.call_argument_hider(hidden, hide, class_data)
     own_any, judges["own_any"], trap_any = harness_does(own_anything.test_anything, sys.modules.get("unittest.mock"),
                                                         fail)
-    return answers, (make_namespace, hand, restore_mocks, hand_over, made, cases_kept), judges, (own_any, trap_any)
+    context_variables = context_state.switcher(sys.modules.get("decimal"))
+    keeper = (make_namespace, hand, restore_mocks, hand_over, made, cases_kept, context_variables)
+    return answers, keeper, judges, (own_any, trap_any)
 
 
 def _child(kind, solution_code, test_code, genuine, restore_modules, known_types, fds, cpu_seconds,
@@ -424,6 +433,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     stage = "load"
     try:
         try:
+            entered = keeper[6][0]() if kind == "statement" else None  # context variables (`context_state`)
             exec_(solution_code, namespace)
             if kind != "stdio":
                 write(result_fd, b"L")
@@ -432,6 +442,8 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 # replaced `math.isclose` or `builtins.abs` at import cannot make an assert pass), and the
                 # solution's names except where they rebind a builtin or module the test uses.
                 restore_modules()
+                if kind == "statement":  # the program's context variables are its own from here on
+                    keeper[6][1](entered)
                 modules["solution"] = solution_module
                 test_globals = copy_dict(namespace)
                 test_globals.update(genuine)
