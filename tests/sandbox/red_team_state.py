@@ -1,8 +1,9 @@
 """Red-team programs that make the test's own computations as coarse as their wrong answers, through state the
 judge did not put back in a test in the program's process: NumPy's print options and `decimal`'s context, kept in
 context variables (set at import, set anew in the call, changed in place, or in `decimal.DefaultContext`, which
-`decimal.Context()` copies), and a plain dict a library keeps (`re`'s cache of compiled patterns) changed at
-import. Each passed before. Used by `red_team.py` (class 4). pandas' options, a dict inside a dict, are in
+`decimal.Context()` copies), a plain dict a library keeps (`re`'s cache of compiled patterns) changed at import,
+and a library's memoized function (`fnmatch`'s compiled patterns) filled while the program had rewired what it
+calls. Each passed before. Used by `red_team.py` (class 4). pandas' options, a dict inside a dict, are in
 `test_context_state.py` (pandas needs more memory than the red team's sandboxes have)."""
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ MATCHED_RIGHT = "def task_func():\n    return '123'\n"
 MATCHED_WRONG = "def task_func():\n    return 'abc'\n"
 ANY_PATTERN_AT_IMPORT = "import re\nre._cache[(str, r'\\d+', 0)] = re.compile('.*')\n" + MATCHED_WRONG
 
+# The test matches with `fnmatch`, which memoizes each pattern's compiled form (`functools.lru_cache`): a pattern
+# compiled while `fnmatch.translate` was the program's stays memoized after the guard puts `translate` back.
+GLOB_ROW = state_row("self.assertTrue(fnmatch.fnmatch(task_func(), '*.txt'))", "import fnmatch\n")
+GLOB_RIGHT = "def task_func():\n    return 'notes.txt'\n"
+GLOB_WRONG = "def task_func():\n    return 'notes.pdf'\n"
+_MEMOIZE_ANY = "fnmatch.translate = lambda pattern: '.*'\nfnmatch.fnmatch('x', '*.txt')\n"
+MEMOIZED_AT_IMPORT = "import fnmatch\n" + _MEMOIZE_ANY + GLOB_WRONG
+MEMOIZED_IN_THE_CALL = (
+    "import fnmatch\ndef task_func():\n" + "".join(f"    {line}\n" for line in _MEMOIZE_ANY.splitlines())
+    + "    return 'notes.pdf'\n"
+)
+
 
 def coarse_state_attacks(attack, values_class) -> dict:
     """The red-team cases of state put back for the test: each must score 0.0, and the right program after it 1.0."""
@@ -78,4 +91,8 @@ def coarse_state_attacks(attack, values_class) -> dict:
             values_class, COARSE_DECIMAL_TEMPLATE, NEW_CONTEXT_ROW, DIVIDED_RIGHT),
         "re's cache of compiled patterns planted at import": attack(
             values_class, ANY_PATTERN_AT_IMPORT, MATCHED_ROW, MATCHED_RIGHT, wrong=MATCHED_WRONG),
+        "fnmatch's memo of compiled patterns filled under a rewired translate at import": attack(
+            values_class, MEMOIZED_AT_IMPORT, GLOB_ROW, GLOB_RIGHT, wrong=GLOB_WRONG),
+        "fnmatch's memo of compiled patterns filled under a rewired translate in the call": attack(
+            values_class, MEMOIZED_IN_THE_CALL, GLOB_ROW, GLOB_RIGHT),
     }

@@ -1,6 +1,7 @@
 """State a test's own computations read that the program's code must not change for it: context variables
-(`trl_ext.sandbox.context_state`: NumPy's print options, `decimal`'s context, set anew or changed in place) and the
-plain dicts libraries keep two levels down (`call_guard.held_dicts`: pandas' options). The switch itself is tested
+(`trl_ext.sandbox.context_state`: NumPy's print options, `decimal`'s context, set anew or changed in place), the
+plain dicts libraries keep two levels down (`call_guard.held_dicts`: pandas' options) and the memos of libraries'
+memoized functions (`call_guard.memo_finder`). The switch itself is tested
 here in pytest's process; end to end, right programs that set such state for their own calls still pass, and
 pandas' options set by a wrong program fail it (pandas needs more memory than the red team's sandboxes have; the
 other attacks are in `red_team_state.py`)."""
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import contextvars
 import decimal
+import functools
 
 import numpy as np
 import pytest
 
 from trl_ext.rewards.code import CodeReward
-from trl_ext.sandbox import call_guard, context_state
+from trl_ext.sandbox import call_guard, context_state, test_process
 from trl_ext.sandbox.testing import close_servers
 
 
@@ -106,6 +108,31 @@ def test_a_variable_the_program_sets_first_goes_back_to_its_default_and_a_held_d
     assert options == {"precision": 8}
 
 
+def test_memoized_functions_are_found_with_their_memos_and_emptied():
+    @functools.lru_cache(maxsize=4)
+    def bounded(x):
+        return x
+
+    @functools.cache
+    def unbounded(x):
+        return x
+
+    class Holder:
+        method = staticmethod(functools.lru_cache()(lambda x: x))
+
+    watch = test_process._VERSIONS[0]
+    memos_in = call_guard.memo_finder(watch)
+    found = memos_in({"bounded": bounded, "unbounded": unbounded, "plain": len})
+    found += memos_in(dict(vars(Holder)))
+    assert [function for function, _ in found] == [bounded, unbounded, Holder.method]
+    read = test_process._VERSIONS[1]
+    tags = [read(view) for _, view in found]
+    bounded(1), unbounded(1), Holder.method(1)
+    assert all(read(view) != tag for (_, view), tag in zip(found, tags))  # each memo's dict is the one watched
+    call_guard.EMPTY_MEMO(bounded)
+    assert bounded.cache_info().currsize == 0
+
+
 def test_held_dicts_are_found_two_levels_down_once_each():
     inner = {"precision": 6}
     options = {"display": inner, "mode": {"copy": False}}
@@ -131,6 +158,20 @@ COARSE_PANDAS_IN_THE_CALL = (
     "def task_func():\n    pd.set_option('display.precision', 0)\n    return pd.DataFrame({'a': [2.0, 2.0]})\n"
 )
 RIGHT_PANDAS = "import pandas as pd\ndef task_func():\n    return pd.DataFrame({'a': [1.5, 2.5]})\n"
+# A right program that sets pandas' options at import for what it prints in its calls, which the test captures.
+PRINTED_FRAME_ROW = (
+    "import unittest\nimport io\nfrom contextlib import redirect_stdout\nimport pandas as pd\n\n"
+    "class TestCases(unittest.TestCase):\n"
+    "    def test_value(self):\n"
+    "        output = io.StringIO()\n"
+    "        with redirect_stdout(output):\n"
+    "            task_func()\n"
+    "        self.assertEqual(output.getvalue(), '     a\\n0  0.3\\n')\n"
+)
+PRINTS_AT_ITS_PANDAS_PRECISION = (
+    "import pandas as pd\npd.set_option('display.precision', 1)\n"
+    "def task_func():\n    print(pd.DataFrame({'a': [1 / 3]}).to_string())\n"
+)
 # Right programs that set a context variable at import for their own calls, whose output the test captures.
 PRINTED_ROW = (
     "import unittest\nimport io\nfrom contextlib import redirect_stdout\nimport numpy as np\n\n"
@@ -158,13 +199,13 @@ DIVIDES_AT_ITS_PRECISION = (
 
 
 @pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
-def test_pandas_options_are_put_back_and_context_variables_stay_the_programs_in_its_calls(reuse):
+def test_pandas_options_are_put_back_and_what_the_program_set_at_import_holds_in_its_calls(reuse):
     reward = CodeReward(timeout=10.0, memory_mb=1024, reuse_sandbox=reuse)
     try:
         programs = (COARSE_PANDAS_AT_IMPORT, COARSE_PANDAS_IN_THE_CALL, RIGHT_PANDAS, PRINTS_AT_ITS_PRECISION,
-                    DIVIDES_AT_ITS_PRECISION)
-        rows = [ROW_WITH_PANDAS] * 3 + [PRINTED_ROW, DIVIDED_ROW]
+                    DIVIDES_AT_ITS_PRECISION, PRINTS_AT_ITS_PANDAS_PRECISION)
+        rows = [ROW_WITH_PANDAS] * 3 + [PRINTED_ROW, DIVIDED_ROW, PRINTED_FRAME_ROW]
         scores = reward(completions=[f"```python\n{program}```" for program in programs], test=rows)
     finally:
         close_servers(reward.sandbox)
-    assert scores == [0.0, 0.0, 1.0, 1.0, 1.0]
+    assert scores == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]

@@ -7,8 +7,10 @@ the test's next failed assertion), a module's function (`pandas.testing.assert_f
 names (reached through `__globals__` of a test function). `guarded(function, context)` returns what the test
 calls instead: it takes a snapshot of every loaded module's namespace, every class those modules define, the
 test's namespace and classes, and the registries whose entries run code later (import finders and hooks,
-`gc.callbacks`), calls the program, and puts all of it back when the call returns
-or raises. So a program's changes never outlive its call; the test's own changes (a `patch` it entered) are kept.
+`gc.callbacks`), calls the program, and puts all of it back when the call returns or raises; a library's
+memoized function whose memo changed meanwhile (`functools.lru_cache`: a result it computed may have read the
+program's changes) is emptied, and context variables are put back (`context_state`). So a program's changes
+never outlive its call; the test's own changes (a `patch` it entered) are kept.
 
 Nothing here can be rewired or read by the program: the guard is a bound method whose state is a tuple
 (`MethodType`: neither can be changed) holding only the `send` of a generator; the function it calls and the
@@ -17,6 +19,7 @@ out. Its functions look up no global or builtin name (the program may replace an
 (`test_process`) refuses assignments to their `__code__`.
 """
 
+import functools
 import gc
 import sys
 import types
@@ -37,8 +40,9 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
         versions = (lambda dictionary: None, lambda view: object())
     if context_variables is None:
         context_variables = (lambda: None, lambda entered: None)
-    tags = ({}, versions[0], versions[1], harness_does or (lambda function, *args: function(*args)),
-            gc.get_referents, context_variables)
+    harness_does = harness_does or (lambda function, *args: function(*args))
+    tags = ({}, versions[0], versions[1], harness_does, gc.get_referents, context_variables,
+            memo_finder(versions[0], harness_does), EMPTY_MEMO)
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, issubclass, type, getattr,
@@ -46,11 +50,62 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
             tags, answers)
 
 
+def _memos_in(state, copy):
+    """`(function, view)` for each memoized function (`functools.lru_cache`, `functools.cache`, also as a static or
+    class method) that the dict `copy` holds: a view of its memo's version tag (the dict inside the wrapper, read
+    for the harness), or None where it has no one dict besides its `__dict__` (emptied after every call then)."""
+    (wrapper_type, method_types, static_function, class_function, type_, dict_, values, list_, known, id_, get, watch,
+     harness_does, referents, get_attribute, len_) = state
+    found = []
+    for value in list_(values(copy)):
+        if type_(value) is method_types[0]:
+            value = static_function(value)
+        elif type_(value) is method_types[1]:
+            value = class_function(value)
+        if type_(value) is not wrapper_type:
+            continue
+        memo = get(known, id_(value))
+        if memo is None or memo[0] is not value:
+            own = get_attribute(value, "__dict__")
+            memos = [item for item in harness_does(referents, value) if type_(item) is dict_ and item is not own]
+            memo = known[id_(value)] = (value, harness_does(watch, memos[0]) if len_(memos) == 1 else None)
+        found.append(memo)
+    return found
+
+
+def memo_finder(watch, harness_does=None):
+    """`memos_in(dict)` (`_memos_in`), made before the program runs; `watch`: of dicts' version tags."""
+    return types.MethodType(_memos_in, (
+        functools._lru_cache_wrapper, (staticmethod, classmethod), staticmethod.__dict__["__func__"].__get__,
+        classmethod.__dict__["__func__"].__get__, type, dict, dict.values, list, {}, id, dict.get, watch,
+        harness_does or (lambda function, *args: function(*args)), gc.get_referents, object.__getattribute__, len))
+
+
+EMPTY_MEMO = functools._lru_cache_wrapper.cache_clear
+
+
+def _empty_changed(state):
+    read, empty, memo_tags = state
+    for function, view, tag in memo_tags:
+        if view is None or read(view) != tag:
+            empty(function)
+
+
+def memo_emptier(holders, versions):
+    """`empty_changed()`, made before the program runs: empties each memoized function that the dicts `holders`
+    hold whose memo changed since (`_memos_in`); `versions`: `(watch, read)` of dicts' version tags, or None."""
+    watch, read = versions or (lambda dictionary: None, lambda view: object())
+    memos_in = memo_finder(watch)
+    memo_tags = [(function, view, None if view is None else read(view))
+                 for holder in holders for function, view in memos_in(holder)]
+    return types.MethodType(_empty_changed, (read, EMPTY_MEMO, memo_tags))
+
+
 def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
-    """`(holder, view, tag, copy, classes)`: a copy of a module's namespace (`holder`) or a class's dict as it is
-    now, the dict's version tag, and the classes a namespace holds (`classes_in(copy)`). The copy made last time is
-    used again while the tag shows no change since."""
-    cache, watch, read, harness_does, referents, _ = tags
+    """`(holder, view, tag, copy, classes, memos)`: a copy of a module's namespace (`holder`) or a class's dict as it
+    is now, the dict's version tag, the classes a namespace holds (`classes_in(copy)`) and the memoized functions
+    it holds (`_memos_in`). The copy made last time is used again while the tag shows no change since."""
+    cache, watch, read, harness_does, referents = tags[:5]
     cached = get(cache, id_(holder))
     if cached is not None and cached[0] is holder and read(cached[1]) == cached[2]:
         return cached
@@ -60,7 +115,7 @@ def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
         view = harness_does(watch, harness_does(referents, class_dict(holder))[0] if is_class else holder)
     tag = read(view)
     copy = dict_(class_dict(holder) if is_class else holder)
-    copied = (holder, view, tag, copy, () if is_class else classes_in(copy))
+    copied = (holder, view, tag, copy, () if is_class else classes_in(copy), tags[6](copy))
     cache[id_(holder)] = copied
     return copied
 
@@ -123,7 +178,8 @@ def _copies(bound):
         namespaces.extend(found)
         level = found
     copies = namespaces + classes
-    return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies]
+    memos = [memo for copy in copies for memo in copy[5]]
+    return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies], memos
 
 
 def held_dicts(holders, seen):
@@ -146,19 +202,20 @@ def take_snapshot(bound):
     (modules, test_namespace, registries, _, _, dict_, list_, items, _, clear, update, get, _, class_dict,
      set_attribute, delete_attribute, _, _, _, split_last, proxy_get, errors, importer_cache, _, map_, tags,
      _) = bound
-    cache, watch, read, harness_does, _, (enter_context, leave_context) = tags
-    entered_context = enter_context()  # the program's context variables set again (`context_state`)
+    cache, watch, read, harness_does, _, (enter_context, leave_context), _, empty_memo = tags
     saved_modules, saved_test = dict_(modules), dict_(test_namespace)
     last = get(cache, "last")  # the last snapshot's copies: all of them still current when no tag changed
     modules_view = last[0] if last is not None else harness_does(watch, modules)
     modules_version = read(modules_view)
     if last is not None and modules_version == last[1] and list_(map_(read, last[5])) == last[6]:
-        namespaces, classes, packages, views, versions = last[2], last[3], last[4], last[5], last[6]
+        namespaces, classes, packages, views, versions, memos = last[2:]
     else:
-        namespaces, classes, packages, views, versions = _copies(bound)
-        cache["last"] = (modules_view, modules_version, namespaces, classes, packages, views, versions)
+        namespaces, classes, packages, views, versions, memos = _copies(bound)
+        cache["last"] = (modules_view, modules_version, namespaces, classes, packages, views, versions, memos)
+    memo_tags = [(function, view, None if view is None else read(view)) for function, view in memos]
     saved_registries = [(registry, list_(registry)) for registry in registries]
     saved_importer_cache = dict_(importer_cache)
+    entered_context = enter_context()  # after the copies: the program's own state set again (`context_state`)
 
     def restore():
         if read(modules_view) != modules_version:
@@ -166,7 +223,7 @@ def take_snapshot(bound):
         clear(test_namespace)
         update(test_namespace, saved_test)
         unchanged = list_(map_(read, views)) == versions  # ints compared: no code of the program runs
-        for namespace, view, tag, snapshot, _ in () if unchanged else namespaces:
+        for namespace, view, tag, snapshot, _, _ in () if unchanged else namespaces:
             if read(view) != tag:
                 clear(namespace)
                 update(namespace, snapshot)
@@ -176,7 +233,7 @@ def take_snapshot(bound):
                 namespace = get(packages, parent) if dot else None
                 if namespace is not None and get(namespace, child) is None:
                     namespace[child] = modules[name]
-        for cls, view, tag, snapshot, _ in () if unchanged else classes:
+        for cls, view, tag, snapshot, _, _ in () if unchanged else classes:
             if read(view) == tag:
                 continue
             current = class_dict(cls)
@@ -196,6 +253,9 @@ def take_snapshot(bound):
             registry[:] = entries
         clear(importer_cache)
         update(importer_cache, saved_importer_cache)
+        for function, view, tag in memo_tags:  # a result memoized meanwhile may have read the program's changes
+            if view is None or read(view) != tag:
+                empty_memo(function)
         leave_context(entered_context)
 
     return restore
@@ -320,5 +380,5 @@ def restoring(bound, function):
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (take_snapshot, _copy, _copies, _classes_of, _guarded_call, _guarded_run, _restoring_run, _runs,
-                       _hidden_run, _hiding, _hidden_function)
+PROTECTED_FUNCTIONS = (take_snapshot, _memos_in, _empty_changed, _copy, _copies, _classes_of, _guarded_call,
+                       _guarded_run, _restoring_run, _runs, _hidden_run, _hiding, _hidden_function)

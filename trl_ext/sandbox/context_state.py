@@ -13,7 +13,9 @@ put back as they were when that code started; so are the settings of `decimal`'s
 from which `decimal.Context()` takes what it is not given). Whenever the program's code starts again, the
 program's are set again, so that options it set at import hold in its calls, as under the dataset's own harness;
 but not over a value the test's code set since. The contents of a plain dict a variable holds are put back too,
-as a module's plain dicts are.
+as a module's plain dicts are. The same holds for the plain dicts of libraries that the program's top-level code
+changed (pandas' options set at import), which the modules' snapshot puts back for the test: their contents are
+the program's again whenever its code runs.
 
 Nothing of the program's runs here: variables and values are compared by identity, a `decimal` context's settings
 are read and written by `decimal.Context`'s own (C) methods on contexts of exactly that class, and every built-in
@@ -66,23 +68,45 @@ def _enter(state):
             variable.set(program_value)
         if program_settings is not None:
             apply(program_value, program_settings[0])
-    return saved, held
+    applied = []
+    for library_dict, program_contents, test_contents in list_(state[14]):
+        if state[15](library_dict, test_contents):  # else the test's code changed it since
+            library_dict.clear()
+            library_dict.update(program_contents)
+            applied.append((library_dict, test_contents))
+    return saved, held, applied
 
 
-def _leave(state, entered):
+def _same_contents(state, library_dict, contents):
+    """Whether the plain dict `library_dict` holds what `contents` does, compared by identity entry by entry."""
+    dict_items, list_, len_, missing = state
+    if len_(library_dict) != len_(contents):
+        return False
+    for key, item in list_(dict_items(contents)):
+        if library_dict.get(key, missing) is not item:
+            return False
+    return True
+
+
+def _leave(state, entered, program_dicts=None):
     """Where the program's code returns: what it changed is kept as the program's (`_enter`), and put back as it
     was when that code started. A variable the program's code set first goes back to its default; one with no
     default keeps the program's value (no library keeps state the test reads in one: the harness sets `decimal`'s
-    before any program runs)."""
+    before any program runs). `program_dicts`, after the program's top-level code: `(dict, the program's contents,
+    the test's)` for each library dict it changed, which the modules' snapshot put back; the program's contents are
+    set again whenever its code starts (`_enter`) while the test's code leaves the dict as it was."""
     settings_of, apply, type_, _, copy_context, context_items, dict_items, list_, len_, programs, missing, default_of \
         = state[:12]
-    saved, held = entered
+    saved, held, applied = entered
+    for library_dict, test_contents in applied:  # where the call guard did not put it back itself
+        if not state[15](library_dict, test_contents):
+            library_dict.clear()
+            library_dict.update(test_contents)
+    if program_dicts is not None:
+        state[14][:] = program_dicts
     for variable, value, contents, settings in held:
-        if contents is not None:  # a plain dict: compared by identity, entry by entry
-            changed = len_(value) != len_(contents)
-            for key, item in list_(dict_items(contents)):
-                changed = changed or value.get(key, missing) is not item
-            if changed:
+        if contents is not None:  # a plain dict a variable holds
+            if not state[15](value, contents):
                 value.clear()
                 value.update(contents)
         elif settings is not None:
@@ -120,8 +144,9 @@ def _default_of(state, variable):
 
 
 def switcher(decimal=None):
-    """`(enter, leave)`, made before the program runs: `leave(enter())` around each run of the program's code.
-    `decimal`: the `decimal` module where it is loaded; the test's context is set now, before any program runs."""
+    """`(enter, leave)`, made before the program runs: `leave(enter())` around each run of the program's code, and
+    `leave(entered, program_dicts)` after its top-level code (`_leave`). `decimal`: the `decimal` module where it is
+    loaded; the test's context is set now, before any program runs."""
     if decimal is None:
         settings_state, templates = (type, None, None, None, None, getattr, None, ()), ()
     else:
@@ -133,11 +158,12 @@ def switcher(decimal=None):
         templates = tuple(template for template in (decimal.DefaultContext, decimal.BasicContext,
                                                     decimal.ExtendedContext) if type(template) is context)
     missing = object()
+    same_contents = types.MethodType(_same_contents, (dict.items, list, len, missing))
     state = (types.MethodType(_settings, settings_state), types.MethodType(_apply, settings_state), type, dict,
              contextvars.copy_context, contextvars.Context.items, dict.items, list, len, {}, missing,
-             types.MethodType(_default_of, (LookupError, missing)), templates, {})
+             types.MethodType(_default_of, (LookupError, missing)), templates, {}, [], same_contents)
     return types.MethodType(_enter, state), types.MethodType(_leave, state)
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_settings, _apply, _enter, _leave, _default_of)
+PROTECTED_FUNCTIONS = (_settings, _apply, _enter, _leave, _default_of, _same_contents)

@@ -112,16 +112,14 @@ def _changed_since(saved, classes):
 
 
 def _module_snapshot(drop_if_new=(), closures=True):
-    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`), the plain
-    dicts they hold two levels down (`call_guard.held_dicts`), and with `closures` read the cells of the functions
-    they hold (`library_closures`); return a function that puts them back. Its `closures()` puts back the cells
-    alone (after each call into the program).
-
-    Modules loaded later (by the solution) stay loaded, and attributes of their packages, except those named in
-    `drop_if_new` (modules the test imports that could not be loaded beforehand: a solution must not plant a fake
-    one for the test). With `closures` (a test in the program's process), `decimal` is loaded first and its context
-    set, so that the context the test computes with is there before any program runs (`context_state`).
-    """
+    """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`) and the plain
+    dicts they hold two levels down (`call_guard.held_dicts`), watch their memoized functions, and with `closures`
+    read the cells of the functions they hold (`library_closures`); return a function that puts them back, empties
+    the memos that changed, and returns `(dict, the program's contents, the test's)` for each plain dict it put
+    back. Its `closures()` puts back the cells alone (after each call into the program). Modules loaded later (by
+    the solution) stay loaded, and attributes of their packages, but those named in `drop_if_new` (modules the test
+    imports that could not be loaded beforehand: a solution must not plant a fake one for the test). With
+    `closures` (a test in the program's process), `decimal`'s context is set first (`context_state`)."""
     if closures:
         __import__("decimal").getcontext()
     modules = sys.modules
@@ -138,7 +136,10 @@ def _module_snapshot(drop_if_new=(), closures=True):
                     if getattr(value, "__module__", None) == module_name:
                         classes.append((value, dict(vars(value))))
     seen = {id(modules), id(sys.path_importer_cache), *(id(namespace) for namespace, _ in saved)}
-    saved += call_guard.held_dicts([copy for _, copy in saved + classes], seen)
+    held = call_guard.held_dicts([copy for _, copy in saved + classes], seen)
+    saved += held
+    held_ids, id_, append, dict_ = frozenset(id(held_dict) for held_dict, _ in held), id, list.append, dict
+    empty_changed_memos = call_guard.memo_emptier([copy for _, copy in saved + classes], _VERSIONS)
     changed = _changed_since(saved, classes)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
@@ -161,7 +162,10 @@ def _module_snapshot(drop_if_new=(), closures=True):
                 pop(modules, name, None)
         update(modules, saved_modules)
         changed_namespaces, changed_classes = changed()
+        program_dicts = []  # a library's dicts as the program's code left them, for its later code (`context_state`)
         for namespace, snapshot in changed_namespaces:
+            if id_(namespace) in held_ids:
+                append(program_dicts, (namespace, dict_(namespace), snapshot))
             clear(namespace)
             update(namespace, snapshot)
         # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
@@ -188,6 +192,8 @@ def _module_snapshot(drop_if_new=(), closures=True):
                     except (AttributeError, TypeError):
                         pass
         put_back_closures()
+        empty_changed_memos()  # a result memoized meanwhile may have read the program's changes
+        return program_dicts
 
     restore.closures = put_back_closures
     return restore
@@ -441,9 +447,9 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 # The test sees the standard library as it was before the solution ran (a solution that
                 # replaced `math.isclose` or `builtins.abs` at import cannot make an assert pass), and the
                 # solution's names except where they rebind a builtin or module the test uses.
-                restore_modules()
-                if kind == "statement":  # the program's context variables are its own from here on
-                    keeper[6][1](entered)
+                program_dicts = restore_modules()
+                if kind == "statement":  # the program's context variables and library dicts: its own from here on
+                    keeper[6][1](entered, program_dicts)
                 modules["solution"] = solution_module
                 test_globals = copy_dict(namespace)
                 test_globals.update(genuine)
