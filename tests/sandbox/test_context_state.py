@@ -122,8 +122,10 @@ def test_memoized_functions_are_found_with_their_memos_and_emptied():
 
     watch = test_process._VERSIONS[0]
     memos_in = call_guard.memo_finder(watch)
-    found = memos_in({"bounded": bounded, "unbounded": unbounded, "plain": len})
-    found += memos_in(dict(vars(Holder)))
+    found, dicts = memos_in({"bounded": bounded, "unbounded": unbounded, "plain": len, "options": {"a": 1}})
+    assert dicts == [{"a": 1}]
+    found += memos_in(dict(vars(Holder)))[0]
+    assert memos_in({"number": 1, "function": len}) == ([], [])
     assert [function for function, _ in found] == [bounded, unbounded, Holder.method]
     read = test_process._VERSIONS[1]
     tags = [read(view) for _, view in found]

@@ -21,6 +21,8 @@ out. Its functions look up no global or builtin name (the program may replace an
 
 import functools
 import gc
+import itertools
+import operator
 import sys
 import types
 
@@ -51,13 +53,16 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
 
 
 def _memos_in(state, copy):
-    """`(function, view)` for each memoized function (`functools.lru_cache`, `functools.cache`, also as a static or
-    class method) that the dict `copy` holds: a view of its memo's version tag (the dict inside the wrapper, read
-    for the harness), or None where it has no one dict besides its `__dict__` (emptied after every call then)."""
+    """`(memos, dicts)` of the dict `copy`: `(function, view)` for each memoized function it holds
+    (`functools.lru_cache`, `functools.cache`, also as a static or class method), with a view of its memo's version
+    tag (the dict inside the wrapper, read for the harness; None where it has no one dict besides its `__dict__`:
+    emptied after every call then), and the plain dicts it holds; both picked out in C (`itertools.compress`)."""
     (wrapper_type, method_types, static_function, class_function, type_, dict_, values, list_, known, id_, get, watch,
-     harness_does, referents, get_attribute, len_) = state
-    found = []
-    for value in list_(values(copy)):
+     harness_does, referents, get_attribute, len_, map_, compress, is_, repeat, wanted) = state
+    kinds = list_(map_(type_, values(copy)))
+    dicts = list_(compress(values(copy), map_(is_, kinds, repeat(dict_))))
+    memos = []
+    for value in list_(compress(values(copy), map_(wanted, kinds))):
         if type_(value) is method_types[0]:
             value = static_function(value)
         elif type_(value) is method_types[1]:
@@ -67,10 +72,10 @@ def _memos_in(state, copy):
         memo = get(known, id_(value))
         if memo is None or memo[0] is not value:
             own = get_attribute(value, "__dict__")
-            memos = [item for item in harness_does(referents, value) if type_(item) is dict_ and item is not own]
-            memo = known[id_(value)] = (value, harness_does(watch, memos[0]) if len_(memos) == 1 else None)
-        found.append(memo)
-    return found
+            found = [item for item in harness_does(referents, value) if type_(item) is dict_ and item is not own]
+            memo = known[id_(value)] = (value, harness_does(watch, found[0]) if len_(found) == 1 else None)
+        memos.append(memo)
+    return memos, dicts
 
 
 def memo_finder(watch, harness_does=None):
@@ -78,7 +83,9 @@ def memo_finder(watch, harness_does=None):
     return types.MethodType(_memos_in, (
         functools._lru_cache_wrapper, (staticmethod, classmethod), staticmethod.__dict__["__func__"].__get__,
         classmethod.__dict__["__func__"].__get__, type, dict, dict.values, list, {}, id, dict.get, watch,
-        harness_does or (lambda function, *args: function(*args)), gc.get_referents, object.__getattribute__, len))
+        harness_does or (lambda function, *args: function(*args)), gc.get_referents, object.__getattribute__, len,
+        map, itertools.compress, operator.is_, itertools.repeat,
+        frozenset((functools._lru_cache_wrapper, staticmethod, classmethod)).__contains__))
 
 
 EMPTY_MEMO = functools._lru_cache_wrapper.cache_clear
@@ -97,14 +104,15 @@ def memo_emptier(holders, versions):
     watch, read = versions or (lambda dictionary: None, lambda view: object())
     memos_in = memo_finder(watch)
     memo_tags = [(function, view, None if view is None else read(view))
-                 for holder in holders for function, view in memos_in(holder)]
+                 for holder in holders for function, view in memos_in(holder)[0]]
     return types.MethodType(_empty_changed, (read, EMPTY_MEMO, memo_tags))
 
 
 def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
-    """`(holder, view, tag, copy, classes, memos)`: a copy of a module's namespace (`holder`) or a class's dict as it
-    is now, the dict's version tag, the classes a namespace holds (`classes_in(copy)`) and the memoized functions
-    it holds (`_memos_in`). The copy made last time is used again while the tag shows no change since."""
+    """`(holder, view, tag, copy, classes, (memos, dicts))`: a copy of a module's namespace (`holder`) or a class's
+    dict as it is now, the dict's version tag, the classes a namespace holds (`classes_in(copy)`), and the memoized
+    functions and plain dicts it holds (`_memos_in`). The copy made last time is used again while the tag shows no
+    change since."""
     cache, watch, read, harness_does, referents = tags[:5]
     cached = get(cache, id_(holder))
     if cached is not None and cached[0] is holder and read(cached[1]) == cached[2]:
@@ -158,27 +166,20 @@ def _copies(bound):
                 classes.append(_copy(cls, True, tags, dict_, get, id_, class_dict, classes_in))
                 if namespace_copy[0] is program:
                     programs[id_(cls)] = cls
-    held = get(tags[0], "held")  # the plain dicts each namespace or class held when copied, kept with that copy
-    if held is None:
-        held = tags[0]["held"] = {}
     level = namespaces + classes
     for _ in (1, 2):  # two levels down: a library's registry or options, and the dicts they hold (pandas' options)
         found = []
         for holder_copy in level:
             if holder_copy[0] is program or get(programs, id_(holder_copy[0])) is not None:
                 continue
-            known = get(held, id_(holder_copy[0]))
-            if known is None or known[0] is not holder_copy:  # a copy made again: what it holds is read again
-                known = (holder_copy, [value for value in list_(values(holder_copy[3])) if type_(value) is dict_])
-                held[id_(holder_copy[0])] = known
-            for value in known[1]:
+            for value in holder_copy[5][1]:  # the plain dicts it held when copied
                 if get(seen, id_(value)) is None:
                     seen[id_(value)] = value
                     found.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
         namespaces.extend(found)
         level = found
     copies = namespaces + classes
-    memos = [memo for copy in copies for memo in copy[5]]
+    memos = [memo for copy in copies for memo in copy[5][0]]
     return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies], memos
 
 

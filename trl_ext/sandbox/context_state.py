@@ -102,8 +102,8 @@ def _leave(state, entered, program_dicts=None):
         if not state[15](library_dict, test_contents):
             library_dict.clear()
             library_dict.update(test_contents)
-    if program_dicts is not None:
-        state[14][:] = program_dicts
+    if program_dicts is not None:  # only those whose contents it changed (a dict may change and change back)
+        state[14][:] = [entry for entry in program_dicts if not state[15](entry[1], entry[2])]
     for variable, value, contents, settings in held:
         if contents is not None:  # a plain dict a variable holds
             if not state[15](value, contents):
