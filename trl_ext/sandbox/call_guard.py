@@ -180,6 +180,9 @@ def _copies(bound):
         level = found
     copies = namespaces + classes
     memos = [memo for copy in copies for memo in copy[5][0]]
+    watched = [memo for memo in memos if memo[1] is not None]
+    memos = ([memo[0] for memo in watched], [memo[1] for memo in watched],
+             [memo[0] for memo in memos if memo[1] is None])  # the functions, their memos' views, the unwatched
     return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies], memos
 
 
@@ -213,7 +216,8 @@ def take_snapshot(bound):
     else:
         namespaces, classes, packages, views, versions, memos = _copies(bound)
         cache["last"] = (modules_view, modules_version, namespaces, classes, packages, views, versions, memos)
-    memo_tags = [(function, view, None if view is None else read(view)) for function, view in memos]
+    memo_functions, memo_views, unwatched_memos = memos
+    memo_versions = list_(map_(read, memo_views))
     saved_registries = [(registry, list_(registry)) for registry in registries]
     saved_importer_cache = dict_(importer_cache)
     entered_context = enter_context()  # after the copies: the program's own state set again (`context_state`)
@@ -254,9 +258,14 @@ def take_snapshot(bound):
             registry[:] = entries
         clear(importer_cache)
         update(importer_cache, saved_importer_cache)
-        for function, view, tag in memo_tags:  # a result memoized meanwhile may have read the program's changes
-            if view is None or read(view) != tag:
-                empty_memo(function)
+        if list_(map_(read, memo_views)) != memo_versions:  # a result memoized meanwhile may have read its changes
+            index = 0
+            for view in memo_views:
+                if read(view) != memo_versions[index]:
+                    empty_memo(memo_functions[index])
+                index += 1
+        for function in unwatched_memos:
+            empty_memo(function)
         leave_context(entered_context)
 
     return restore

@@ -29,22 +29,24 @@ _SETTINGS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp", "traps")
 
 
 def _settings(state, value):
-    """`(copy, text)`: a copy of `value`'s settings with its flags cleared, and their text, where `value` is a
-    `decimal` context of exactly that class; else None."""
-    type_, context_type, copy, clear_flags, text = state[:5]
+    """`(arguments, settings)` where `value` is a `decimal` context of exactly that class: what rebuilds it
+    (`decimal.Context.__reduce__`, read in C) and its settings alone (its flags left out: arithmetic sets them);
+    else None."""
+    type_, context_type, reduce, tuple_ = state[:4]
     if context_type is None or type_(value) is not context_type:
         return None
-    settings = copy(value)
-    clear_flags(settings)
-    return settings, text(settings)
+    arguments = reduce(value)[1]
+    return arguments, (arguments[:6], tuple_(arguments[7]))
 
 
 def _apply(state, value, settings):
-    """Set the settings of `value`, a `decimal` context of exactly that class, in place to those of `settings`."""
-    type_, context_type, _, _, _, get, put, names = state
+    """Set the settings of `value`, a `decimal` context of exactly that class, in place to `settings`
+    (`_settings`' arguments), through a context built from them."""
+    type_, context_type, _, _, get, put, names = state
     if type_(value) is context_type:
+        source = context_type(*settings[:6], [], settings[7])
         for name in names:
-            put(value, name, get(settings, name))
+            put(value, name, get(source, name))
 
 
 def _enter(state):
@@ -53,16 +55,16 @@ def _enter(state):
     settings_of, apply, type_, dict_, copy_context, context_items, dict_items, list_, _, programs, missing = state[:11]
     saved = copy_context()
     held = [(None, template, None, settings_of(template)) for template in state[12]]
-    for template, (test_text, program_settings) in list_(dict_items(state[13])):
-        if settings_of(template)[1] == test_text:  # else the test's code set its own since
+    for template, (test_settings, program_settings) in list_(dict_items(state[13])):
+        if settings_of(template)[1] == test_settings:  # else the test's code set its own since
             apply(template, program_settings[0])
     for variable, value in list_(context_items(saved)):
         contents = dict_(value) if type_(value) is dict_ else None
         held.append((variable, value, contents, None if contents is not None else settings_of(value)))
-    for variable, (test_value, test_text, program_value, program_settings) in list_(dict_items(programs)):
+    for variable, (test_value, test_settings, program_value, program_settings) in list_(dict_items(programs)):
         now = variable.get(missing)
         now_settings = settings_of(now)
-        if now is not test_value or (test_text is not None and (now_settings is None or now_settings[1] != test_text)):
+        if now is not test_value or (test_settings is not None and (now_settings is None or now_settings[1] != test_settings)):
             continue  # the test's code set its own since
         if program_value is not now:
             variable.set(program_value)
@@ -148,12 +150,11 @@ def switcher(decimal=None):
     `leave(entered, program_dicts)` after its top-level code (`_leave`). `decimal`: the `decimal` module where it is
     loaded; the test's context is set now, before any program runs."""
     if decimal is None:
-        settings_state, templates = (type, None, None, None, None, getattr, None, ()), ()
+        settings_state, templates = (type, None, None, tuple, getattr, None, ()), ()
     else:
         decimal.getcontext()
         context = decimal.Context
-        settings_state = (type, context, context.copy, context.clear_flags, context.__repr__, getattr,
-                          context.__setattr__, _SETTINGS)
+        settings_state = (type, context, context.__reduce__, tuple, getattr, context.__setattr__, _SETTINGS)
         # `decimal.Context()` takes what it is not given from `DefaultContext`: the templates are put back too.
         templates = tuple(template for template in (decimal.DefaultContext, decimal.BasicContext,
                                                     decimal.ExtendedContext) if type(template) is context)
