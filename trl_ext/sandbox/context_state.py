@@ -64,7 +64,8 @@ def _enter(state):
     for variable, (test_value, test_settings, program_value, program_settings) in list_(dict_items(programs)):
         now = variable.get(missing)
         now_settings = settings_of(now)
-        if now is not test_value or (test_settings is not None and (now_settings is None or now_settings[1] != test_settings)):
+        changed_in_place = test_settings is not None and (now_settings is None or now_settings[1] != test_settings)
+        if now is not test_value or changed_in_place:
             continue  # the test's code set its own since
         if program_value is not now:
             variable.set(program_value)
