@@ -8,6 +8,7 @@ calls. Each passed before. Used by `red_team.py` (class 4). pandas' options, a d
 
 from __future__ import annotations
 
+from red_team_library import ARRAY_RIGHT, ARRAY_ROW
 from red_team_programs import bigcodebench
 
 
@@ -73,6 +74,21 @@ MEMOIZED_IN_THE_CALL = (
     + "    return 'notes.pdf'\n"
 )
 
+# Keys of the program's class in `re`'s cache, each hashing as one of the library's keys, inserted before it: a
+# lookup of that key meets the program's first and runs its `__eq__`. The judge compared the cache as the program left
+# it with the test's, after the program's changes were put back, by looking keys up.
+COLLIDING_KEYS_AT_IMPORT = (
+    "import re\nimport numpy as np\n" + "def nothing(*args, **kwargs):\n    return None\n"
+    "class Key:\n"
+    "    def __init__(self, like):\n        self.like = like\n"
+    "    def __hash__(self):\n        return hash(self.like)\n"
+    "    def __eq__(self, other):\n        np.testing.assert_array_equal = nothing\n        return False\n"
+    "re.compile('[a-z]+x')\n"
+    "for existing in list(re._cache):\n"
+    "    value = re._cache.pop(existing)\n    re._cache[Key(existing)] = None\n    re._cache[existing] = value\n"
+    "def task_func(n):\n    return np.zeros(n)\n"
+)
+
 
 def coarse_state_attacks(attack, values_class) -> dict:
     """The red-team cases of state put back for the test: each must score 0.0, and the right program after it 1.0."""
@@ -95,4 +111,6 @@ def coarse_state_attacks(attack, values_class) -> dict:
             values_class, MEMOIZED_AT_IMPORT, GLOB_ROW, GLOB_RIGHT, wrong=GLOB_WRONG),
         "fnmatch's memo of compiled patterns filled under a rewired translate in the call": attack(
             values_class, MEMOIZED_IN_THE_CALL, GLOB_ROW, GLOB_RIGHT),
+        "keys colliding with re's own in its cache at import, whose __eq__ rewires NumPy's check": attack(
+            values_class, COLLIDING_KEYS_AT_IMPORT, ARRAY_ROW, ARRAY_RIGHT),
     }

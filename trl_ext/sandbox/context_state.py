@@ -59,7 +59,7 @@ def _enter(state):
         if settings_of(template)[1] == test_settings:  # else the test's code set its own since
             apply(template, program_settings[0])
     for variable, value in list_(context_items(saved)):
-        contents = dict_(value) if type_(value) is dict_ else None
+        contents = list_(dict_items(value)) if type_(value) is dict_ else None  # its items: no key hashed
         held.append((variable, value, contents, None if contents is not None else settings_of(value)))
     for variable, (test_value, test_settings, program_value, program_settings) in list_(dict_items(programs)):
         now = variable.get(missing)
@@ -80,13 +80,27 @@ def _enter(state):
     return saved, held, applied
 
 
-def _same_contents(state, library_dict, contents):
-    """Whether the plain dict `library_dict` holds what `contents` does, compared by identity entry by entry."""
-    dict_items, list_, len_, missing = state
-    if len_(library_dict) != len_(contents):
+def _same_contents(state, first, second):
+    """Whether `first` and `second` (plain dicts, or lists of a dict's items) hold the same entries in the same
+    order, compared by identity: no key is hashed or compared, so no code of the program's runs (a key of its class
+    whose hash collides with a library's would have its `__eq__` run by a lookup)."""
+    dict_items, list_, len_, zip_, type_ = state
+    first = first if type_(first) is list_ else list_(dict_items(first))
+    second = second if type_(second) is list_ else list_(dict_items(second))
+    if len_(first) != len_(second):
         return False
-    for key, item in list_(dict_items(contents)):
-        if library_dict.get(key, missing) is not item:
+    for (key, item), (other_key, other_item) in zip_(first, second):
+        if key is not other_key or item is not other_item:
+            return False
+    return True
+
+
+def _text_keys(state, items):
+    """Whether every key among `items` (a dict's) is exactly a `str`: setting them again hashes none of the
+    program's."""
+    type_, str_ = state
+    for key, _ in items:
+        if type_(key) is not str_:
             return False
     return True
 
@@ -95,9 +109,10 @@ def _leave(state, entered, program_dicts=None):
     """Where the program's code returns: what it changed is kept as the program's (`_enter`), and put back as it
     was when that code started. A variable the program's code set first goes back to its default; one with no
     default keeps the program's value (no library keeps state the test reads in one: the harness sets `decimal`'s
-    before any program runs). `program_dicts`, after the program's top-level code: `(dict, the program's contents,
-    the test's)` for each library dict it changed, which the modules' snapshot put back; the program's contents are
-    set again whenever its code starts (`_enter`) while the test's code leaves the dict as it was."""
+    before any program runs). `program_dicts`, after the program's top-level code: `(dict, the program's items, the
+    test's contents)` for each library dict it changed, which the modules' snapshot put back; the program's items
+    are set again whenever its code starts (`_enter`) while the test's code leaves the dict as it was, where every
+    key is a `str` (pandas' options; not a cache keyed by the program's objects)."""
     settings_of, apply, type_, _, copy_context, context_items, dict_items, list_, len_, programs, missing, default_of \
         = state[:12]
     saved, held, applied = entered
@@ -105,8 +120,8 @@ def _leave(state, entered, program_dicts=None):
         if not state[15](library_dict, test_contents):
             library_dict.clear()
             library_dict.update(test_contents)
-    if program_dicts is not None:  # only those whose contents it changed (a dict may change and change back)
-        state[14][:] = [entry for entry in program_dicts if not state[15](entry[1], entry[2])]
+    if program_dicts is not None:  # those whose contents it changed (a dict may change and change back), by text
+        state[14][:] = [entry for entry in program_dicts if state[16](entry[1]) and not state[15](entry[1], entry[2])]
     for variable, value, contents, settings in held:
         if contents is not None:  # a plain dict a variable holds
             if not state[15](value, contents):
@@ -160,12 +175,13 @@ def switcher(decimal=None):
         templates = tuple(template for template in (decimal.DefaultContext, decimal.BasicContext,
                                                     decimal.ExtendedContext) if type(template) is context)
     missing = object()
-    same_contents = types.MethodType(_same_contents, (dict.items, list, len, missing))
+    same_contents = types.MethodType(_same_contents, (dict.items, list, len, zip, type))
     state = (types.MethodType(_settings, settings_state), types.MethodType(_apply, settings_state), type, dict,
              contextvars.copy_context, contextvars.Context.items, dict.items, list, len, {}, missing,
-             types.MethodType(_default_of, (LookupError, missing)), templates, {}, [], same_contents)
+             types.MethodType(_default_of, (LookupError, missing)), templates, {}, [], same_contents,
+             types.MethodType(_text_keys, (type, str)))
     return types.MethodType(_enter, state), types.MethodType(_leave, state)
 
 
 # What the audit hook refuses to rewire (`__code__`).
-PROTECTED_FUNCTIONS = (_settings, _apply, _enter, _leave, _default_of, _same_contents)
+PROTECTED_FUNCTIONS = (_settings, _apply, _enter, _leave, _default_of, _same_contents, _text_keys)

@@ -115,8 +115,8 @@ def _module_snapshot(drop_if_new=(), closures=True):
     """Copy the namespaces of every loaded module and of the classes they define (and `sys.modules`) and the plain
     dicts they hold two levels down (`call_guard.held_dicts`), watch their memoized functions, and with `closures`
     read the cells of the functions they hold (`library_closures`); return a function that puts them back, empties
-    the memos that changed, and returns `(dict, the program's contents, the test's)` for each plain dict it put
-    back. Its `closures()` puts back the cells alone (after each call into the program). Modules loaded later (by
+    the memos that changed, and returns `(dict, the program's items, the test's contents)` for each plain dict it
+    put back. Its `closures()` puts back the cells alone (after each call into the program). Modules loaded later (by
     the solution) stay loaded, and attributes of their packages, but those named in `drop_if_new` (modules the test
     imports that could not be loaded beforehand: a solution must not plant a fake one for the test). With
     `closures` (a test in the program's process), `decimal`'s context is set first (`context_state`)."""
@@ -138,7 +138,7 @@ def _module_snapshot(drop_if_new=(), closures=True):
     seen = {id(modules), id(sys.path_importer_cache), *(id(namespace) for namespace, _ in saved)}
     held = call_guard.held_dicts([copy for _, copy in saved + classes], seen)
     saved += held
-    held_ids, id_, append, dict_ = frozenset(id(held_dict) for held_dict, _ in held), id, list.append, dict
+    held_ids, id_, append, items = frozenset(id(held_dict) for held_dict, _ in held), id, list.append, dict.items
     empty_changed_memos = call_guard.memo_emptier([copy for _, copy in saved + classes], _VERSIONS)
     changed = _changed_since(saved, classes)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
@@ -165,7 +165,7 @@ def _module_snapshot(drop_if_new=(), closures=True):
         program_dicts = []  # a library's dicts as the program's code left them, for its later code (`context_state`)
         for namespace, snapshot in changed_namespaces:
             if id_(namespace) in held_ids:
-                append(program_dicts, (namespace, dict_(namespace), snapshot))
+                append(program_dicts, (namespace, list_(items(namespace)), snapshot))  # no key hashed
             clear(namespace)
             update(namespace, snapshot)
         # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
