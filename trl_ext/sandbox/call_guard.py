@@ -58,11 +58,12 @@ def _memos_in(state, copy):
     tag (the dict inside the wrapper, read for the harness; None where it has no one dict besides its `__dict__`:
     emptied after every call then), and the plain dicts it holds; both picked out in C (`itertools.compress`)."""
     (wrapper_type, method_types, static_function, class_function, type_, dict_, values, list_, known, id_, get, watch,
-     harness_does, referents, get_attribute, len_, map_, compress, is_, repeat, wanted) = state
-    kinds = list_(map_(type_, values(copy)))
+     harness_does, referents, get_attribute, len_, map_, compress, is_, repeat, or_) = state
+    kinds = list_(map_(type_, values(copy)))  # compared by identity: no class of the program's is hashed
     dicts = list_(compress(values(copy), map_(is_, kinds, repeat(dict_))))
+    wrapped = map_(or_, map_(is_, kinds, repeat(method_types[0])), map_(is_, kinds, repeat(method_types[1])))
     memos = []
-    for value in list_(compress(values(copy), map_(wanted, kinds))):
+    for value in list_(compress(values(copy), map_(or_, wrapped, map_(is_, kinds, repeat(wrapper_type))))):
         if type_(value) is method_types[0]:
             value = static_function(value)
         elif type_(value) is method_types[1]:
@@ -84,8 +85,7 @@ def memo_finder(watch, harness_does=None):
         functools._lru_cache_wrapper, (staticmethod, classmethod), staticmethod.__dict__["__func__"].__get__,
         classmethod.__dict__["__func__"].__get__, type, dict, dict.values, list, {}, id, dict.get, watch,
         harness_does or (lambda function, *args: function(*args)), gc.get_referents, object.__getattribute__, len,
-        map, itertools.compress, operator.is_, itertools.repeat,
-        frozenset((functools._lru_cache_wrapper, staticmethod, classmethod)).__contains__))
+        map, itertools.compress, operator.is_, itertools.repeat, operator.or_))
 
 
 EMPTY_MEMO = functools._lru_cache_wrapper.cache_clear
