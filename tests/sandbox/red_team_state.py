@@ -3,8 +3,10 @@ judge did not put back in a test in the program's process: NumPy's print options
 context variables (set at import, set anew in the call, changed in place, or in `decimal.DefaultContext`, which
 `decimal.Context()` copies), a plain dict a library keeps (`re`'s cache of compiled patterns) changed at import,
 and a library's memoized function (`fnmatch`'s compiled patterns) filled while the program had rewired what it
-calls. Each passed before. Used by `red_team.py` (class 4). pandas' options, a dict inside a dict, are in
-`test_context_state.py` (pandas needs more memory than the red team's sandboxes have)."""
+calls. Each passed before. The last case, keys of the program's class that collide with a library's in `re`'s
+cache, checks that the judge hashes or compares no key of the program's while it puts that state back. Used by
+`red_team.py` (class 4). pandas' options, a dict inside a dict, are in `test_context_state.py` (pandas needs more
+memory than the red team's sandboxes have)."""
 
 from __future__ import annotations
 
