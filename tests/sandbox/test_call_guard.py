@@ -45,7 +45,7 @@ def test_changes_are_put_back_with_copies_used_again_and_nested_snapshots(versio
 
 def test_a_namespace_the_call_left_alone_is_not_rewritten():
     def body():
-        watch, read = _VERSIONS
+        watch, read = _VERSIONS[:2]
         bound = call_guard.context(sys.modules, {}, (None,) * 6, _VERSIONS)
         views = {name: watch(vars(sys.modules[name])) for name in ("json", "os")}
         restore = call_guard.take_snapshot(bound)

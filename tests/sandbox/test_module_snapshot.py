@@ -8,7 +8,9 @@ import sys
 import pytest
 from sandbox_helpers import in_a_forked_child
 
-from trl_ext.sandbox.test_process import _dict_version_views, _module_snapshot
+from trl_ext.sandbox.dict_versions import changed_since, gatherer
+from trl_ext.sandbox.dict_versions import version_views as _dict_version_views
+from trl_ext.sandbox.test_process import _module_snapshot
 
 
 def test_this_interpreter_keeps_dict_versions_the_snapshot_can_read():
@@ -17,7 +19,7 @@ def test_this_interpreter_keeps_dict_versions_the_snapshot_can_read():
 
 
 def test_a_dict_version_changes_with_every_change_and_never_with_a_read():
-    watch, read = _dict_version_views()
+    watch, read = _dict_version_views()[:2]
     namespace = {"a": 1, "b": [2]}
     view = watch(namespace)
     seen = [read(view)]
@@ -30,12 +32,38 @@ def test_a_dict_version_changes_with_every_change_and_never_with_a_read():
         seen.append(read(view))
 
 
+def test_the_gathered_tags_are_each_dicts_own_read_in_one_call():
+    watch, read = _dict_version_views()[:2]
+    dicts = [{"n": n} for n in range(50)] + [vars(json), vars(os)]
+    gather = gatherer(dicts + dicts[:3])  # a dict given twice is read twice
+    assert gather() == tuple(read(watch(d)) for d in dicts + dicts[:3])
+    before = gather()
+    dicts[7]["n"] = -1
+    after = gather()
+    assert [index for index, (then, now) in enumerate(zip(before, after)) if then != now] == [7]
+    assert gatherer([dicts[0]])() == (read(watch(dicts[0])),)
+
+
+def test_changed_since_finds_the_changed_namespaces_and_classes_even_those_saved_twice():
+    class Planted:
+        value = 1
+
+    shared, other = {"a": 1}, {"b": 2}
+    saved = [(shared, dict(shared)), (other, dict(other)), (shared, dict(shared))]
+    changed = changed_since(saved, [(Planted, dict(vars(Planted)))])
+    assert changed() == ([], [])
+    shared["a"] = 2
+    Planted.value = 2
+    namespaces, classes = changed()
+    assert [pair[0] is shared for pair in namespaces] == [True, True] and [cls for cls, _ in classes] == [Planted]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_what_a_program_changed_is_put_back_and_what_it_did_not_is_left_as_it_was():
     import fractions
 
     def body():
-        watch, read = _dict_version_views()
+        watch, read = _dict_version_views()[:2]
         restore = _module_snapshot()
         real_dumps, real_encode, real_limit = json.dumps, json.JSONEncoder.encode, fractions.Fraction.limit_denominator
         os_view = watch(vars(os))  # a namespace the program leaves alone

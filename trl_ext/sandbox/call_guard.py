@@ -33,18 +33,19 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
     """What a snapshot reads, bound now (before the program runs): every built-in it calls is in the tuple.
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
-    and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read)`
-    of dicts' version tags (`test_process`), or None where this interpreter keeps none; `harness_does` runs what
+    and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read,
+    gatherer)` of dicts' version tags (`dict_versions`), or None where this interpreter keeps none;
+    `harness_does` runs what
     the audit hook refuses the program (`watch`); `context_variables`: `context_state.switcher()`'s `(enter,
     leave)`, or None to leave context variables as the program's code sets them."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     if versions is None:  # every namespace copied and put back each time
-        versions = (lambda dictionary: None, lambda view: object())
+        versions = (lambda dictionary: None, lambda view: object(), lambda dicts: object)
     if context_variables is None:
         context_variables = (lambda: None, lambda entered: None)
     harness_does = harness_does or (lambda function, *args: function(*args))
     tags = ({}, versions[0], versions[1], harness_does, gc.get_referents, context_variables,
-            memo_finder(versions[0], harness_does), EMPTY_MEMO)
+            memo_finder(versions[0], harness_does), EMPTY_MEMO, (versions[2], operator.is_, len, tuple))
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, issubclass, type, getattr,
@@ -101,7 +102,7 @@ def _empty_changed(state):
 def memo_emptier(holders, versions):
     """`empty_changed()`, made before the program runs: empties each memoized function that the dicts `holders`
     hold whose memo changed since (`_memos_in`); `versions`: `(watch, read)` of dicts' version tags, or None."""
-    watch, read = versions or (lambda dictionary: None, lambda view: object())
+    watch, read = versions[:2] if versions else (lambda dictionary: None, lambda view: object())
     memos_in = memo_finder(watch)
     memo_tags = [(function, view, None if view is None else read(view))
                  for holder in holders for function, view in memos_in(holder)[0]]
@@ -109,21 +110,22 @@ def memo_emptier(holders, versions):
 
 
 def _copy(holder, is_class, tags, dict_, get, id_, class_dict, classes_in):
-    """`(holder, view, tag, copy, classes, (memos, dicts))`: a copy of a module's namespace (`holder`) or a class's
-    dict as it is now, the dict's version tag, the classes a namespace holds (`classes_in(copy)`), and the memoized
-    functions and plain dicts it holds (`_memos_in`). The copy made last time is used again while the tag shows no
-    change since."""
+    """`(holder, view, tag, copy, classes, (memos, dicts), watched)`: a copy of a module's namespace (`holder`) or a
+    class's dict as it is now, the dict's version tag, the classes a namespace holds (`classes_in(copy)`), the
+    memoized functions and plain dicts it holds (`_memos_in`), and the dict whose tag is read. The copy made last
+    time is used again while the tag shows no change since."""
     cache, watch, read, harness_does, referents = tags[:5]
     cached = get(cache, id_(holder))
     if cached is not None and cached[0] is holder and read(cached[1]) == cached[2]:
         return cached
     if cached is not None and cached[0] is holder:
-        view = cached[1]
+        view, watched = cached[1], cached[6]
     else:  # the dict behind a class's mapping proxy: read through the type itself, which no class overrides
-        view = harness_does(watch, harness_does(referents, class_dict(holder))[0] if is_class else holder)
+        watched = harness_does(referents, class_dict(holder))[0] if is_class else holder
+        view = harness_does(watch, watched)
     tag = read(view)
     copy = dict_(class_dict(holder) if is_class else holder)
-    copied = (holder, view, tag, copy, () if is_class else classes_in(copy), tags[6](copy))
+    copied = (holder, view, tag, copy, () if is_class else classes_in(copy), tags[6](copy), watched)
     cache[id_(holder)] = copied
     return copied
 
@@ -135,15 +137,16 @@ def _classes_of(namespace, values, is_subclass, type_, flags, heap):
 
 
 def _copies(bound):
-    """`(namespaces, classes, packages, views, versions)`: a copy of every loaded module's namespace and of every
-    class they hold (`_copy`), the namespaces by module name, and the dicts' version views and tags. Among the
+    """`(namespaces, classes, packages, gather, versions, memos)`: a copy of every loaded module's namespace and of
+    every class they hold (`_copy`), the namespaces by module name, a function reading the dicts' version tags at
+    once and what it returns now (`dict_versions.gatherer`), and their memoized functions. Among the
     namespaces, the plain dicts those namespaces and classes hold (a library's registry or cache, such as
     `copyreg.dispatch_table`, whose reducers `copy` calls, or `re`'s compiled patterns), and the plain dicts those
     hold (pandas' options), put back the same way;
     not `sys.modules` and the importers' cache, which `take_snapshot` keeps as the call left them, nor the
     program's own (a registry it fills across calls)."""
     (modules, _, _, _, heap, dict_, list_, items, values, _, _, get, flags, class_dict, _, _, is_subclass, type_,
-     getattr_, _, _, _, importer_cache, id_, _, tags, _) = bound
+     getattr_, _, _, _, importer_cache, id_, map_, tags, _) = bound
 
     def classes_in(namespace):
         return _classes_of(namespace, values, is_subclass, type_, flags, heap)
@@ -183,7 +186,13 @@ def _copies(bound):
     watched = [memo for memo in memos if memo[1] is not None]
     memos = ([memo[0] for memo in watched], [memo[1] for memo in watched],
              [memo[0] for memo in memos if memo[1] is None])  # the functions, their memos' views, the unwatched
-    return namespaces, classes, packages, [copy[1] for copy in copies], [copy[2] for copy in copies], memos
+    (cache, harness_does), (gatherer, is_, len_, tuple_) = tags[0:4:3], tags[8]
+    watched = [copy[6] for copy in copies]
+    last_watched, gather = get(cache, "gather", ((), None))  # the same dicts as last time: read the same way
+    if len_(last_watched) != len_(watched) or False in list_(map_(is_, last_watched, watched)):
+        gather = harness_does(gatherer, watched)  # a ctypes call: the harness's
+        cache["gather"] = (watched, gather)
+    return namespaces, classes, packages, gather, tuple_(copy[2] for copy in copies), memos
 
 
 def held_dicts(holders, seen):
@@ -206,16 +215,16 @@ def take_snapshot(bound):
     (modules, test_namespace, registries, _, _, dict_, list_, items, _, clear, update, get, _, class_dict,
      set_attribute, delete_attribute, _, _, _, split_last, proxy_get, errors, importer_cache, _, map_, tags,
      _) = bound
-    cache, watch, read, harness_does, _, (enter_context, leave_context), _, empty_memo = tags
+    cache, watch, read, harness_does, _, (enter_context, leave_context), _, empty_memo = tags[:8]
     saved_modules, saved_test = dict_(modules), dict_(test_namespace)
     last = get(cache, "last")  # the last snapshot's copies: all of them still current when no tag changed
     modules_view = last[0] if last is not None else harness_does(watch, modules)
     modules_version = read(modules_view)
-    if last is not None and modules_version == last[1] and list_(map_(read, last[5])) == last[6]:
-        namespaces, classes, packages, views, versions, memos = last[2:]
+    if last is not None and modules_version == last[1] and last[5]() == last[6]:
+        namespaces, classes, packages, gather, versions, memos = last[2:]
     else:
-        namespaces, classes, packages, views, versions, memos = _copies(bound)
-        cache["last"] = (modules_view, modules_version, namespaces, classes, packages, views, versions, memos)
+        namespaces, classes, packages, gather, versions, memos = _copies(bound)
+        cache["last"] = (modules_view, modules_version, namespaces, classes, packages, gather, versions, memos)
     memo_functions, memo_views, unwatched_memos = memos
     memo_versions = list_(map_(read, memo_views))
     saved_registries = [(registry, list_(registry)) for registry in registries]
@@ -227,8 +236,8 @@ def take_snapshot(bound):
             update(modules, saved_modules)
         clear(test_namespace)
         update(test_namespace, saved_test)
-        unchanged = list_(map_(read, views)) == versions  # ints compared: no code of the program runs
-        for namespace, view, tag, snapshot, _, _ in () if unchanged else namespaces:
+        unchanged = gather() == versions  # bytes compared (`dict_versions`): no code of the program runs
+        for namespace, view, tag, snapshot, _, _, _ in () if unchanged else namespaces:
             if read(view) != tag:
                 clear(namespace)
                 update(namespace, snapshot)
@@ -238,7 +247,7 @@ def take_snapshot(bound):
                 namespace = get(packages, parent) if dot else None
                 if namespace is not None and get(namespace, child) is None:
                     namespace[child] = modules[name]
-        for cls, view, tag, snapshot, _, _ in () if unchanged else classes:
+        for cls, view, tag, snapshot, _, _, _ in () if unchanged else classes:
             if read(view) == tag:
                 continue
             current = class_dict(cls)

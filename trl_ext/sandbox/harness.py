@@ -71,7 +71,7 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
 HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
                    "one_thread.py", "call_guard.py", "answer_traps.py", "lasting_code.py", "test_namespace.py",
                    "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py", "masked_positions.py",
-                   "library_closures.py", "dispatch_hooks.py", "context_state.py")
+                   "library_closures.py", "dispatch_hooks.py", "context_state.py", "dict_versions.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(name for name in sys.stdlib_module_names if not name.startswith("_") and name not in {

@@ -16,7 +16,7 @@ import sys
 import types
 
 if __package__:
-    from . import (answer_traps, audit_hook, call_guard, code_provenance, context_state, judge_side,
+    from . import (answer_traps, audit_hook, call_guard, code_provenance, context_state, dict_versions, judge_side,
                    library_closures, masked_positions, own_anything, program_isolation, test_namespace)
     from .plain_data import _HEAP_TYPE, NotPlainData, _Unencodable, _write_all, encode_value, make_comparisons
     from .test_records import PASS_RECORD_END, _flusher, _report_error
@@ -26,6 +26,7 @@ else:  # inside the sandbox, beside copies of its modules
     import call_guard
     import code_provenance
     import context_state
+    import dict_versions
     import judge_side
     import library_closures
     import masked_positions
@@ -46,69 +47,7 @@ JUDGE_CONSTANT = "\x00trl-ext judge:"
 _LIBRARY_ROOTS = code_provenance.library_roots()
 
 
-def _dict_version_views():
-    """`(watch, read)`: `watch(d)` is a view of dict `d`'s version tag, which CPython changes on every change of
-    the dict (PEP 509), and `read(view)` its value, read without touching `d` or anything it holds (so a forked
-    process copies none of their pages). None where this interpreter keeps no such tag: checked on probe dicts."""
-    if sys.implementation.name != "cpython":  # the layout below is CPython's (an object's id is its address)
-        return None
-    try:
-        import ctypes
-    except ImportError:
-        return None
-    offset = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)  # after the object header and `ma_used`
-    if dict.__basicsize__ < offset + ctypes.sizeof(ctypes.c_uint64):
-        return None
-    at, read = ctypes.c_uint64.from_address, ctypes._SimpleCData.__dict__["value"].__get__
-
-    def watch(dictionary):
-        return at(id(dictionary) + offset)
-
-    probe, other = {"probe": 0}, {"probe": 0}
-    probe_view, other_view = watch(probe), watch(other)
-    seen = [read(probe_view)]
-    for change in (lambda: probe.__setitem__("probe", 1), lambda: probe.__setitem__("added", 0),
-                   lambda: probe.pop("added"), probe.clear):
-        untouched = read(other_view)
-        change()
-        seen.append(read(probe_view))
-        if seen[-1] in seen[:-1] or read(other_view) != untouched or read(probe_view) != seen[-1]:
-            return None
-    return watch, read
-
-
-_VERSIONS = _dict_version_views()
-
-
-def _changed_since(saved, classes):
-    """For the lists of `(namespace, its copy)` and `(class, copy of its dict)` saved now: a function returning
-    those of each whose dict changed since (all of them where dict versions cannot be read). It reads one version
-    per dict and touches no saved object, so a forked process copies only the pages of what it puts back."""
-    if _VERSIONS is None:
-        return lambda: (saved, classes)
-    watch, read = _VERSIONS
-    watched, views, unwatched = [], [], ([], [])
-    for kind, pairs in enumerate((saved, classes)):
-        for pair in pairs:
-            held = [pair[0]] if kind == 0 else gc.get_referents(vars(pair[0]))  # a class's dict, behind its proxy
-            if len(held) == 1 and type(held[0]) is dict:
-                watched.append((kind, pair))
-                views.append(watch(held[0]))
-            else:
-                unwatched[kind].append(pair)
-    versions = list(map(read, views))
-    list_, map_, zip_, append = list, map, zip, list.append
-
-    def changed():  # no name lookups: the solution may have replaced any builtin
-        found = (list_(unwatched[0]), list_(unwatched[1]))
-        now = list_(map_(read, views))
-        if now != versions:  # lists of ints: no code of the solution runs
-            for (kind, pair), then, current in zip_(watched, versions, now):
-                if then != current:
-                    append(found[kind], pair)
-        return found
-
-    return changed
+_VERSIONS = dict_versions.VERSIONS  # `(watch, read)` of dicts' version tags, or None
 
 
 def _module_snapshot(drop_if_new=(), closures=True):
@@ -140,7 +79,6 @@ def _module_snapshot(drop_if_new=(), closures=True):
     saved += held
     held_ids, id_, append, items = frozenset(id(held_dict) for held_dict, _ in held), id, list.append, dict.items
     empty_changed_memos = call_guard.memo_emptier([copy for _, copy in saved + classes], _VERSIONS)
-    changed = _changed_since(saved, classes)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
     list_, prefixes = list, tuple(name + "." for name in drop_if_new)
@@ -148,16 +86,15 @@ def _module_snapshot(drop_if_new=(), closures=True):
     split_last, get, set_item = str.rpartition, dict.get, dict.__setitem__
     # Registries whose entries run code later (import finders and hooks, collector callbacks): their contents too.
     registries = [(registry, list(registry)) for registry in (sys.meta_path, sys.path_hooks, gc.callbacks)]
-    importer_cache, saved_importer_cache = sys.path_importer_cache, dict(sys.path_importer_cache)
+    saved.append((sys.path_importer_cache, dict(sys.path_importer_cache)))  # put back as a namespace is
+    changed = dict_versions.changed_since(saved, classes)
     put_back_closures = library_closures.cells_keeper(library_closures.closure_cells(modules) if closures
                                                       else ((), ()))
 
     def restore():  # no name lookups: the solution may have replaced any builtin
         for registry, entries in registries:
             registry[:] = entries
-        clear(importer_cache)
-        update(importer_cache, saved_importer_cache)
-        for name in list_(modules):
+        for name in list_(modules) if dropped else ():
             if name not in saved_modules and (name in dropped or starts(name, prefixes)):
                 pop(modules, name, None)
         update(modules, saved_modules)
