@@ -121,6 +121,16 @@ def test_code_in_process_judges_every_row_right(tmp_path):
     assert all(row["scored_1"] == row["programs"] == 1 for row in results)
 
 
+def test_snapshot_cost_measures_each_figure(tmp_path):
+    import subprocess
+
+    out = tmp_path / "snapshot_cost.json"
+    subprocess.run([sys.executable, str(BENCHMARKS / "snapshot_cost.py"), "--repeats", "5", "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    figures = read(out)["milliseconds"]
+    assert len(figures) == 3 and all(milliseconds > 0 for milliseconds in figures.values())
+
+
 def test_gpu_variant_dry_run_on_cpu(tmp_path):
     """The GPU script's own step (the supervised warm start) and its hand-off to the sample-efficiency benchmark,
     with a tiny model on CPU; the overhead and memory parts only forward arguments to the scripts tested above."""
