@@ -8,7 +8,7 @@ import sys
 import pytest
 from sandbox_helpers import in_a_forked_child
 
-from trl_ext.sandbox.dict_versions import changed_since, gatherer
+from trl_ext.sandbox.dict_versions import VERSIONS, changed_since
 from trl_ext.sandbox.dict_versions import version_views as _dict_version_views
 from trl_ext.sandbox.test_process import _module_snapshot
 
@@ -35,6 +35,7 @@ def test_a_dict_version_changes_with_every_change_and_never_with_a_read():
 def test_the_gathered_tags_are_each_dicts_own_read_in_one_call():
     watch, read = _dict_version_views()[:2]
     dicts = [{"n": n} for n in range(50)] + [vars(json), vars(os)]
+    gatherer = VERSIONS[2]
     gather = gatherer(dicts + dicts[:3])  # a dict given twice is read twice
     assert gather() == tuple(read(watch(d)) for d in dicts + dicts[:3])
     before = gather()
@@ -42,6 +43,25 @@ def test_the_gathered_tags_are_each_dicts_own_read_in_one_call():
     after = gather()
     assert [index for index, (then, now) in enumerate(zip(before, after)) if then != now] == [7]
     assert gatherer([dicts[0]])() == (read(watch(dicts[0])),)
+
+
+def test_the_readers_bind_what_they_call_before_any_program_runs(monkeypatch):
+    """In a call into the program, its code may have replaced any builtin (`builtins.id`, `min`) or the module's own
+    names when a nested call makes the guard's readers again: they must read the same tags."""
+    import builtins
+
+    from trl_ext.sandbox import dict_versions
+
+    watch, read, gatherer = VERSIONS
+    dicts = [{"n": n} for n in range(5)]
+    expected = tuple(read(watch(d)) for d in dicts)
+    for name in ("id", "min", "max", "map", "list", "len"):
+        monkeypatch.setattr(builtins, name, lambda *args, **kwargs: 0)
+    for name in ("operator", "itertools", "ctypes", "_OFFSET"):
+        monkeypatch.setattr(dict_versions, name, None)
+    gathered, watched = gatherer(dicts)(), tuple(read(watch(d)) for d in dicts)
+    monkeypatch.undo()
+    assert gathered == watched == expected
 
 
 def test_changed_since_finds_the_changed_namespaces_and_classes_even_those_saved_twice():

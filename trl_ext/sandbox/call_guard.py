@@ -34,10 +34,10 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
     `answers`: `(enter, leave)` of `answer_traps`, told when a call into the program starts and ends,
     `(pause_watch, resume_watch)`, which stop its profile function for the call and start it again after,
     and `hand(args, kwargs)`, told what the test hands to the call (`test_namespace`). `versions`: `(watch, read,
-    gatherer)` of dicts' version tags (`dict_versions`), or None where this interpreter keeps none;
-    `harness_does` runs what
-    the audit hook refuses the program (`watch`); `context_variables`: `context_state.switcher()`'s `(enter,
-    leave)`, or None to leave context variables as the program's code sets them."""
+    gatherer)` of dicts' version tags (`dict_versions`), or None where this interpreter keeps none; `harness_does`
+    runs what the audit hook refuses the program (`watch`, a gatherer); `context_variables`:
+    `context_state.switcher()`'s `(enter, leave)`, or None to leave context variables as the program's code sets
+    them."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
     if versions is None:  # every namespace copied and put back each time
         versions = (lambda dictionary: None, lambda view: object(), lambda dicts: object)
@@ -236,7 +236,7 @@ def take_snapshot(bound):
             update(modules, saved_modules)
         clear(test_namespace)
         update(test_namespace, saved_test)
-        unchanged = gather() == versions  # bytes compared (`dict_versions`): no code of the program runs
+        unchanged = gather() == versions  # tuples of ints (`dict_versions`): no code of the program runs
         for namespace, view, tag, snapshot, _, _, _ in () if unchanged else namespaces:
             if read(view) != tag:
                 clear(namespace)

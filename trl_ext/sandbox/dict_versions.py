@@ -4,7 +4,7 @@ CPython changes a dict's version tag (PEP 509) on every change of the dict and n
 (`test_process._module_snapshot`) and the call guard (`call_guard`) read these tags to put back only what the
 program's code changed. A test process is forked from the harness, so each page it writes is copied: reading a tag
 must touch neither the dict nor anything it holds, and a check of a thousand dicts must not touch a Python object
-per dict. `gatherer` reads all of them in C, through one read-only view of the process's memory.
+per dict: a gatherer reads all of them in C, through one read-only view of the process's memory.
 """
 
 import gc
@@ -32,15 +32,17 @@ _OFFSET = _tag_offset()
 
 def version_views():
     """`(watch, read, gatherer)`: `watch(d)` is a view of dict `d`'s version tag and `read(view)` its value, read
-    without touching `d` or anything it holds; `gatherer` reads many at once (below). None where this interpreter
-    keeps no such tag: checked on probe dicts."""
+    without touching `d` or anything it holds; `gatherer` reads many at once (`_gatherer`). Each binds what it
+    calls now, before any program runs: the program may replace any builtin or module attribute later. None where
+    this interpreter keeps no such tag: checked on probe dicts."""
     if _OFFSET is None:
         return None
-    at, read, offset = ctypes.c_uint64.from_address, ctypes._SimpleCData.__dict__["value"].__get__, _OFFSET
+    at, read, offset, id_ = ctypes.c_uint64.from_address, ctypes._SimpleCData.__dict__["value"].__get__, _OFFSET, id
 
     def watch(dictionary):
-        return at(id(dictionary) + offset)
+        return at(id_(dictionary) + offset)
 
+    gatherer = _gatherer(offset)
     probe, other = {"probe": 0}, {"probe": 0}
     probe_view, other_view = watch(probe), watch(other)
     seen = [read(probe_view)]
@@ -56,33 +58,29 @@ def version_views():
     return watch, read, gatherer
 
 
-def _memory_view(address, size):
-    """A read-only memoryview of `size` bytes of this process's memory at `address` (C's `PyMemoryView_FromMemory`;
-    no ctypes type made per size)."""
-    if not _VIEW_OF:
-        _VIEW_OF.append(ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)(
-            ("PyMemoryView_FromMemory", ctypes.pythonapi)))
-    return _VIEW_OF[0](address, size, 0x100)  # PyBUF_READ
+def _gatherer(offset):
+    """`gatherer(dicts)`: a function returning the version tags of `dicts` (which the caller keeps alive) as a tuple
+    in their order, read in C (`operator.itemgetter` over a read-only view of the memory from the lowest tag to the
+    highest, C's `PyMemoryView_FromMemory`) without touching the dicts. Comparing two such tuples writes to neither,
+    so a forked process copies almost no page to check a thousand dicts. Making one takes one ctypes call."""
+    view_of = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int)(
+        ("PyMemoryView_FromMemory", ctypes.pythonapi))
+    list_, map_, id_, min_, max_, len_, tuple_ = list, map, id, min, max, len, tuple
+    shift, minus, repeat, getter = operator.rshift, operator.sub, itertools.repeat, operator.itemgetter
 
+    def gatherer(dicts):
+        ids = list_(map_(id_, dicts))
+        if not ids:
+            return tuple_
+        first = min_(ids)
+        memory = view_of(first + offset, max_(ids) - first + 8, 0x100).cast("Q")  # PyBUF_READ; 8-byte aligned dicts
+        positions = list_(map_(shift, map_(minus, ids, repeat(first)), repeat(3)))
+        if len_(positions) == 1:  # `itemgetter` of one position returns the item, not a tuple
+            return lambda: (memory[positions[0]],)
+        read = getter(*positions)
+        return lambda: read(memory)
 
-_VIEW_OF = []
-
-
-def gatherer(dicts):
-    """A function returning the version tags of `dicts` (which the caller keeps alive) as a tuple in their order,
-    read in C (`operator.itemgetter` over a read-only view of the memory from the lowest tag to the highest) without
-    touching the dicts; comparing two such tuples writes to neither, so a forked process copies almost no page to
-    check a thousand dicts. Making it takes one ctypes call."""
-    ids = list(map(id, dicts))
-    if not ids:
-        return tuple
-    first = min(ids)
-    memory = _memory_view(first + _OFFSET, max(ids) - first + 8).cast("Q")  # dicts are 8-byte aligned
-    positions = list(map(operator.rshift, map(operator.sub, ids, itertools.repeat(first)), itertools.repeat(3)))
-    if len(positions) == 1:  # `itemgetter` of one position returns the item, not a tuple
-        return lambda: (memory[positions[0]],)
-    read = operator.itemgetter(*positions)
-    return lambda: read(memory)
+    return gatherer
 
 
 VERSIONS = version_views()
@@ -103,7 +101,7 @@ def changed_since(saved, classes):
                 watched.append((kind, pair, held[0]))
             else:
                 unwatched[kind].append(pair)
-    gather = gatherer([held for _, _, held in watched])
+    gather = VERSIONS[2]([held for _, _, held in watched])
     versions = gather()
     list_, append, map_, ne, compress, positions = (list, list.append, map, operator.ne, itertools.compress,
                                                     range(len(watched)))

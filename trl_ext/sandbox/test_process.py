@@ -47,7 +47,7 @@ JUDGE_CONSTANT = "\x00trl-ext judge:"
 _LIBRARY_ROOTS = code_provenance.library_roots()
 
 
-_VERSIONS = dict_versions.VERSIONS  # `(watch, read)` of dicts' version tags, or None
+_VERSIONS = dict_versions.VERSIONS  # `(watch, read, gatherer)` of dicts' version tags, or None
 
 
 def _module_snapshot(drop_if_new=(), closures=True):
