@@ -187,11 +187,11 @@ def _copies(bound):
     memos = ([memo[0] for memo in watched], [memo[1] for memo in watched],
              [memo[0] for memo in memos if memo[1] is None])  # the functions, their memos' views, the unwatched
     (cache, harness_does), (gatherer, is_, len_, tuple_) = tags[0:4:3], tags[8]
-    watched = [copy[6] for copy in copies]
-    last_watched, gather = get(cache, "gather", ((), None))  # the same dicts as last time: read the same way
-    if len_(last_watched) != len_(watched) or False in list_(map_(is_, last_watched, watched)):
-        gather = harness_does(gatherer, watched)  # a ctypes call: the harness's
-        cache["gather"] = (watched, gather)
+    tagged = [copy[6] for copy in copies]  # the dicts whose tags are read
+    last_tagged, gather = get(cache, "gather", ((), None))  # the same dicts as last time: read the same way
+    if len_(last_tagged) != len_(tagged) or False in list_(map_(is_, last_tagged, tagged)):
+        gather = harness_does(gatherer, tagged)  # a ctypes call: the harness's
+        cache["gather"] = (tagged, gather)
     return namespaces, classes, packages, gather, tuple_(copy[2] for copy in copies), memos
 
 
