@@ -61,7 +61,7 @@ from red_team_in_process import (
     lasting_code_attacks,
 )
 from red_team_anything import anything_equal_attacks
-from red_team_case import case_reached_attacks
+from red_team_case import case_reached_attacks, changed_in_place_attacks
 from red_team_inside import inside_the_test_attacks
 from red_team_library import library_check_attacks
 from red_team_names import judge_name_attacks
@@ -549,6 +549,7 @@ ATTACKS.update(lasting_code_attacks(Attack, JUDGE))
 ATTACKS.update(handed_function_attacks(Attack, JUDGE))
 ATTACKS.update(anything_equal_attacks(Attack, VALUES))
 ATTACKS.update(case_reached_attacks(Attack, JUDGE))
+ATTACKS.update(changed_in_place_attacks(Attack, JUDGE))
 ATTACKS.update(library_check_attacks(Attack, JUDGE, VALUES))
 ATTACKS.update(judge_name_attacks(Attack, JUDGE))
 ATTACKS.update(coarse_state_attacks(Attack, VALUES))

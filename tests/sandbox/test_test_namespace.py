@@ -311,6 +311,62 @@ def test_the_case_the_test_hands_to_the_program_arrives_as_a_view_of_its_data_an
     assert case.expected == 7
 
 
+def test_the_containers_the_case_holds_reach_the_program_as_copies_it_may_change_in_place():
+    keeper = namespace_keeper(ROOTS, lambda: False, unittest.mock, lambda: None)
+    namespace = keeper[0]({"__builtins__": vars(builtins), "unittest": unittest, "KeptClass": KeptClass})
+    exec(compile("class Case(unittest.TestCase, metaclass=KeptClass):\n"
+                 "    shared = [1, [2]]\n"
+                 "    def test_value(self):\n        pass\n", "<test>", "exec"), namespace)
+    case = namespace["Case"]("test_value")
+    case.expected = [6, 7]
+    case.table = {"values": [6, 7], "pairs": ([6], [7]), "seen": {1, 2}, "raw": bytearray(b"ab")}
+    hidden = hider()
+    hand_over = call_argument_hider(hidden, function_hider(hidden), keeper[4])
+    for view in (hand_over(case), types.SimpleNamespace(**hand_over(vars(case)))):
+        assert view.expected == [6, 7] and view.table == case.table
+        view.expected.clear()
+        view.table["values"].clear()
+        view.table["pairs"][0].clear()
+        view.table["seen"].clear()
+        view.table["raw"].clear()
+    hand_over(case).shared[1].clear()
+    assert case.expected == [6, 7] and case.shared == [1, [2]]
+    assert case.table == {"values": [6, 7], "pairs": ([6], [7]), "seen": {1, 2}, "raw": bytearray(b"ab")}
+
+
+class _Loud(type):
+    """A metaclass whose comparison records that it ran: telling types apart by `in` or `==` would run it."""
+
+    ran = []
+
+    def __eq__(cls, other):
+        _Loud.ran.append(cls)
+        return False
+
+    __hash__ = type.__hash__
+
+
+def test_copying_the_cases_containers_runs_no_code_of_theirs_and_copies_no_dict_keyed_by_objects():
+    loud = _Loud("Loud", (), {})
+    keeper = namespace_keeper(ROOTS, lambda: False, unittest.mock, lambda: None)
+    namespace = keeper[0]({"__builtins__": vars(builtins), "unittest": unittest, "KeptClass": KeptClass})
+    exec(compile("class Case(unittest.TestCase, metaclass=KeptClass):\n"
+                 "    def test_value(self):\n        pass\n", "<test>", "exec"), namespace)
+    case = namespace["Case"]("test_value")
+    case.by_object, case.held = {loud(): 1}, [loud()]
+    hidden = hider()
+    hand_over = call_argument_hider(hidden, function_hider(hidden), keeper[4])
+    saved = builtins.all, builtins.zip, builtins.isinstance
+    builtins.all = builtins.zip = builtins.isinstance = None  # a program's call may have replaced them
+    try:
+        view = hand_over(case)
+    finally:
+        builtins.all, builtins.zip, builtins.isinstance = saved
+    assert view.by_object is case.by_object  # copying it would hash its keys: handed as it is
+    assert view.held == case.held and view.held is not case.held
+    assert _Loud.ran == []
+
+
 def test_what_the_test_passes_to_a_call_goes_through_the_argument_framer_but_literals():
     tree = ast.parse(instrument_checks("table = defaultdict(task_func(), 3, key=sort_key, name='x')\n"))
     framed = [ast.unparse(node.args[0]) for node in ast.walk(tree)

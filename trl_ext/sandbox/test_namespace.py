@@ -282,14 +282,55 @@ _RUNNER_ATTRIBUTES = frozenset(("_testMethodName", "_testMethodDoc", "_outcome",
                                 "_type_equality_funcs"))
 
 
+# The built-in containers `_own_copy` copies, and the keys and members it copies them with: hashing or comparing
+# these runs no code of the program's or the test's.
+_CONTAINERS = (list, dict, set, bytearray, tuple)
+_PLAIN_KEYS = (str, int, float, bool, bytes, type(None))
+
+
+def _own_copy(kinds, value, depth=4):
+    """`value`, or, where it is a built-in list, dict, set or bytearray (or a tuple holding one), a copy of it made
+    `depth` levels down: what the program changes in place in the test's data it is handed (`case.expected.clear()`)
+    is then its own, as what it sets on the case is. A dict or set whose keys are other than plain values (a string,
+    a number, bytes, None) is handed as it is: copying it would hash them, which may run code. Types are told apart
+    by identity (`in` would run a metaclass's `__eq__`), and no builtin is looked up here: this may run inside a
+    call into the program, which may have replaced them. `kinds`: `(type, _CONTAINERS, _PLAIN_KEYS)`, bound before
+    the program runs."""
+    type_, (list_, dict_, set_, bytearray_, tuple_), plain = kinds
+    kind = type_(value)
+    if not depth or not _one_of(kind, (list_, dict_, set_, bytearray_, tuple_)):
+        return value
+    if kind is list_:
+        return [_own_copy(kinds, item, depth - 1) for item in value]
+    if kind is tuple_:
+        return tuple_(_own_copy(kinds, item, depth - 1) for item in value)
+    if kind is bytearray_:
+        return bytearray_(value)
+    for key in value:
+        if not _one_of(type_(key), plain):
+            return value
+    if kind is set_:
+        return set_(value)
+    return {key: _own_copy(kinds, item, depth - 1) for key, item in value.items()}
+
+
+def _one_of(kind, kinds):
+    """Whether `kind` is one of `kinds`, by identity."""
+    for candidate in kinds:
+        if kind is candidate:
+            return True
+    return False
+
+
 def _case_view(state, case):
     """What the program is handed for the test's `case` (`task_func(self)`): a namespace holding the data the test
-    stored on it (`setUp`'s values, the test's functions among them hidden) and each of its methods hidden
-    (`call_guard.hider`: they run as themselves, their checks the harness's), never the case itself. So the
-    program reads what the test handed it, but cannot set what the case holds for its later checks, nor reach the
-    test's class. Read through the types' own descriptors: nothing of the program's or the test's runs here."""
+    stored on it (`setUp`'s values, the test's functions among them hidden, its built-in containers copied:
+    `_own_copy`) and each of its methods hidden (`call_guard.hider`: they run as themselves, their checks the
+    harness's), never the case itself. So the program reads what the test handed it, but cannot set or change in
+    place what the case holds for its later checks, nor reach the test's class. Read through the types' own
+    descriptors: nothing of the program's or the test's runs here."""
     (hidden, hide, method_type, function_type, type_, mro_of, class_dict, get_attribute, method_self, namespace,
-     runner_attributes, class_data, id_, dict_) = state
+     runner_attributes, class_data, id_, dict_, own_copy) = state
     attributes = {}
     for owner in mro_of(type_(case))[::-1]:
         for name, value in class_dict(owner).items():
@@ -297,11 +338,11 @@ def _case_view(state, case):
                 attributes[name] = hidden(method_type(value, case))
         kept = class_data(id_(owner))  # the data the test's class keeps out of its dict (`KeptClass`)
         for name, value in kept.items() if type_(kept) is dict_ else ():
-            attributes[name] = hide(value)
+            attributes[name] = hide(own_copy(value))
     for name, value in get_attribute(case, "__dict__").items():
         if name not in runner_attributes:
             bound_here = type_(value) is method_type and method_self(value) is case
-            attributes[name] = hidden(value) if bound_here else hide(value)
+            attributes[name] = hidden(value) if bound_here else hide(own_copy(value))
     return namespace(**attributes)
 
 
@@ -309,8 +350,9 @@ def _handed_over(state, value, depth=3):
     """`value` as a call into the program is handed it: the test's case replaced by its view (`_case_view`), also
     inside the built-in lists, tuples and dicts and the `SimpleNamespace`s it is passed in (a copy made only where
     one holds a case or the test's function), the case's own dict (`vars(self)`) by a copy of the test's data in
-    it, and the test's functions hidden (`_hide`)."""
-    view, hide, type_, kept_class, list_, tuple_, dict_, namespace_type, get_attribute, runner_attributes = state
+    it (its built-in containers copied too: `_own_copy`), and the test's functions hidden (`_hide`)."""
+    (view, hide, type_, kept_class, list_, tuple_, dict_, namespace_type, get_attribute, runner_attributes,
+     own_copy) = state
     if type_(type_(value)) is kept_class:
         return view(value)
     if depth and (type_(value) is list_ or type_(value) is tuple_):
@@ -325,7 +367,7 @@ def _handed_over(state, value, depth=3):
         items, changed = {}, case_dict
         for key, item in entries.items():
             if not (case_dict and key in runner_attributes):
-                items[key] = _handed_over(state, item, depth - 1)
+                items[key] = _handed_over(state, own_copy(item) if case_dict else item, depth - 1)
                 changed = changed or items[key] is not item
         if not changed:
             return value
@@ -337,12 +379,13 @@ def call_argument_hider(hidden, hide, class_data):
     """`hand_over(value)` (`_handed_over`), made before the program runs, for each argument of a call into the
     program; `hidden`: `call_guard.hider()`, `hide`: `test_function_hider`, `class_data`: `namespace_keeper`'s."""
     method_type = types.MethodType
+    own_copy = types.MethodType(_own_copy, (type, _CONTAINERS, _PLAIN_KEYS))
     view = types.MethodType(_case_view, (
         hidden, hide, method_type, types.FunctionType, type, type.__dict__["__mro__"].__get__,
         type.__dict__["__dict__"].__get__, object.__getattribute__, method_type.__dict__["__self__"].__get__,
-        types.SimpleNamespace, _RUNNER_ATTRIBUTES, class_data, id, dict))
+        types.SimpleNamespace, _RUNNER_ATTRIBUTES, class_data, id, dict, own_copy))
     return types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict, types.SimpleNamespace,
-                                           object.__getattribute__, _RUNNER_ATTRIBUTES))
+                                           object.__getattribute__, _RUNNER_ATTRIBUTES, own_copy))
 
 
 def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):
