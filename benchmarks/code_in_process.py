@@ -6,6 +6,7 @@ Right programs only, one worker, a reused sandbox; milliseconds per program, aft
 `PYTHONPATH=<another checkout>` to measure that checkout's code side by side (alternate the two).
 
     python benchmarks/code_in_process.py --out benchmarks/results/code_in_process.json
+    python benchmarks/code_in_process.py --batch 24 --rows "pandas, two calls"
 """
 
 from __future__ import annotations
@@ -79,11 +80,14 @@ def per_program_ms(reward: CodeReward, test: str, program: str, batch: int) -> t
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=16, help="programs per row (a quarter of it for the generator)")
+    parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS), metavar="ROW",
+                        help="the rows to measure, by name (all by default)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
     reward = CodeReward(timeout=30, memory_mb=1024, num_workers=1)
     results = []
-    for name, (test, program) in ROWS.items():
+    for name in args.rows:
+        test, program = ROWS[name]
         batch = max(1, args.batch // 4) if "generator" in name else args.batch
         milliseconds, right = per_program_ms(reward, test, program, batch)
         results.append({"row": name, "ms_per_program": round(milliseconds, 1), "scored_1": right, "programs": batch})

@@ -7,7 +7,9 @@ Three figures, each the median over repeats, in milliseconds:
 2. the call guard's snapshot and restore around one call into the program, in a process that has made them before
    (NumPy and pandas loaded, as BigCodeBench-style rows do): what each further call, or each resumption of a
    generator the program returned, pays;
-3. a fresh forked test process making its call guard and guarding two calls: what the first calls pay.
+3. a fresh forked test process making its call guard and guarding two calls: what the first calls pay;
+4. the same, the guard given the copies made before the fork (`call_guard.warm_copies`), as the harness gives them
+   to each test process now.
 
 Run it with `PYTHONPATH=<another checkout>` to measure that checkout's code side by side (alternate the two).
 
@@ -75,9 +77,12 @@ def guarded_call(repeats: int) -> list[float]:
     return durations
 
 
-def first_calls(repeats: int) -> list[float]:
+def first_calls(repeats: int, warm: bool = False) -> list[float]:
+    copies = call_guard.warm_copies(sys.modules, test_process._VERSIONS) if warm else None
+
     def body():
-        bound = call_guard.context(sys.modules, {}, (None,) * 6, test_process._VERSIONS)
+        sys.modules["solution"] = type(sys)("solution")  # as in a test process: the program's module is new
+        bound = call_guard.context(sys.modules, {}, (None,) * 6, test_process._VERSIONS, copies=copies)
         for _ in range(2):
             call_guard.take_snapshot(bound)()
 
@@ -93,6 +98,7 @@ def main(argv=None) -> dict:
         "module restore in a forked test process": module_restore(args.repeats),
         "one guarded call, copies made before": guarded_call(args.repeats),
         "call guard made and two calls, in a fresh forked process": first_calls(max(args.repeats // 5, 1)),
+        "the same, given the copies made before the fork": first_calls(max(args.repeats // 5, 1), warm=True),
     }
     result = {name: round(statistics.median(durations) * 1e3, 3) for name, durations in figures.items()}
     for name, milliseconds in result.items():

@@ -119,6 +119,8 @@ def test_code_in_process_judges_every_row_right(tmp_path):
     results = read(out)["results"]
     assert [row["row"] for row in results] == list(code_in_process.ROWS)
     assert all(row["scored_1"] == row["programs"] == 1 for row in results)
+    code_in_process.main(["--batch", "1", "--rows", "pandas, two calls", "--out", str(out)])
+    assert [row["row"] for row in read(out)["results"]] == ["pandas, two calls"]
 
 
 def test_snapshot_cost_measures_each_figure(tmp_path):
@@ -128,7 +130,7 @@ def test_snapshot_cost_measures_each_figure(tmp_path):
     subprocess.run([sys.executable, str(BENCHMARKS / "snapshot_cost.py"), "--repeats", "5", "--out", str(out)],
                    check=True, capture_output=True, timeout=300)
     figures = read(out)["milliseconds"]
-    assert len(figures) == 3 and all(milliseconds > 0 for milliseconds in figures.values())
+    assert len(figures) == 4 and all(milliseconds > 0 for milliseconds in figures.values())
 
 
 def test_gpu_variant_dry_run_on_cpu(tmp_path):

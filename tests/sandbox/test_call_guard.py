@@ -43,6 +43,29 @@ def test_changes_are_put_back_with_copies_used_again_and_nested_snapshots(versio
     assert result["added"] == "by the test"
 
 
+def test_copies_made_before_the_fork_serve_unchanged_dicts_and_changed_ones_are_copied_again():
+    json.warmed = "before the fork"
+    warm = call_guard.warm_copies(sys.modules, _VERSIONS)  # in this process, as the harness makes them
+
+    def body():
+        json.warmed = "in the test process"  # changed after the warm copies: they must not put it back
+        bound = call_guard.context(sys.modules, {}, (None,) * 6, _VERSIONS, copies=warm)
+        restore = call_guard.take_snapshot(bound)
+        cache = bound[25][0]
+        json.warmed, json.dumps = "by the program", None
+        restore()
+        reused = cache[id(vars(sys.modules["os"]))] is warm[id(vars(sys.modules["os"]))]
+        return {"warmed": json.warmed, "dumps": json.dumps.__name__, "os copy reused": reused,
+                "json copied again": cache[id(vars(json))] is not warm[id(vars(json))]}
+
+    try:
+        assert in_a_forked_child(body) == {"warmed": "in the test process", "dumps": "dumps", "os copy reused": True,
+                                           "json copied again": True}
+    finally:
+        del json.warmed
+    assert call_guard.warm_copies(sys.modules, None) is None  # no version tags: nothing to tell a change by
+
+
 def test_a_namespace_the_call_left_alone_is_not_rewritten():
     def body():
         watch, read = _VERSIONS[:2]

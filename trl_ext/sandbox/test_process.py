@@ -133,6 +133,8 @@ def _module_snapshot(drop_if_new=(), closures=True):
         return program_dicts
 
     restore.closures = put_back_closures
+    # The call guard's first copies, made here, before the fork: a test process copies again only what changed.
+    restore.guard_copies = call_guard.warm_copies(modules, _VERSIONS) if closures else None
     return restore
 
 
@@ -191,7 +193,7 @@ def _bind_judge_functions(code, check, compare, truth, value, trust, fail=_fail_
 
 
 def _guarded_namespace(namespace, genuine, modules, module_type, answers, harness_does, roots, keeper,
-                       put_back_closures):
+                       put_back_closures, guard_copies=None):
     """The test's namespace (`test_namespace`), the `solution` module it imports from, in which every function of
     the program is called under `call_guard` (what a call changes in modules, classes and the test's names does
     not outlive it), and the profile function that guards the program's other code the test runs
@@ -200,7 +202,8 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     `answer_traps.library_objects_made` and `namespace_keeper`'s `(save_cases, restore_cases)`: what the program's
     code sets on the test's mocks and cases goes when it returns, and so does what it set in the closures of the
     libraries' functions (`put_back_closures`, `library_closures`). The program's own namespace stays as it is: its
-    functions call each other unguarded."""
+    functions call each other unguarded. `guard_copies`: the guard's first copies, made before the fork
+    (`call_guard.warm_copies`)."""
     make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases), context_variables = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
 
@@ -237,7 +240,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
 
     answers = (enter_saving_cases, leave_and_restore_mocks)
     bound = call_guard.context(modules, test_globals, answers + (pause_watch, resume_watch, hand_to_program), _VERSIONS,
-                               harness_does, context_variables)
+                               harness_does, context_variables, guard_copies)
     made(("guard", types.MethodType(call_guard.restoring, bound)))  # for the libraries' objects the program made
     view = module_type("solution")
     for name, item in namespace.items():
@@ -396,7 +399,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
                 harness_does(masked_positions.compare_masks, modules)
                 test_globals, modules["solution"], watch = guarded_namespace(
                     namespace, genuine, modules, module_type, answers[:2] + answers[4:], harness_does, roots, keeper,
-                    restore_modules.closures)
+                    restore_modules.closures, restore_modules.guard_copies)
                 disable_collection()
                 answers[1]()  # the program's top-level code has ended: its classes' answering methods are trapped
                 harness_does(set_profile, watch)
