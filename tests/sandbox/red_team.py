@@ -62,6 +62,7 @@ from red_team_in_process import (
 )
 from red_team_anything import anything_equal_attacks
 from red_team_case import case_reached_attacks, changed_in_place_attacks
+from red_team_rebound import rebound_name_attacks
 from red_team_inside import inside_the_test_attacks
 from red_team_library import library_check_attacks
 from red_team_names import judge_name_attacks
@@ -552,6 +553,7 @@ ATTACKS.update(case_reached_attacks(Attack, JUDGE))
 ATTACKS.update(changed_in_place_attacks(Attack, JUDGE))
 ATTACKS.update(library_check_attacks(Attack, JUDGE, VALUES))
 ATTACKS.update(judge_name_attacks(Attack, JUDGE))
+ATTACKS.update(rebound_name_attacks(Attack, JUDGE))
 ATTACKS.update(coarse_state_attacks(Attack, VALUES))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to

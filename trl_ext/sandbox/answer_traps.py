@@ -31,8 +31,8 @@ test.
 
 Nothing here can be rewired or read by the program: a trap is a bound method whose state is a tuple holding only
 the `send` of a generator that can be sprung, never reset; what decides which classes are trapped lives in
-another generator's frame, held by the harness and the call guard only (the audit hook refuses frames).
-"""
+another generator's frame, held by the harness and the call guard only (the audit hook refuses frames). What runs
+during a call into the program calls only what it bound before it (the program may rebind any name meanwhile)."""
 
 import functools
 import operator
@@ -85,10 +85,10 @@ def _spring(state, *args, **kwargs):
                    "runs, outside its call")
 
 
-def _fail(state, reason=None):
+def _fail(state, reason=None, *, is_instance=isinstance, base_exception=BaseException):
     """A failed check of the test's: final, even if the test or the program catches what it raises."""
     state[0](True)
-    if isinstance(reason, BaseException):
+    if is_instance(reason, base_exception):
         raise reason
     raise state[1](reason or "the test failed")
 
@@ -100,18 +100,18 @@ def _is_library_function(value, roots, function_type, starts, type_=type):
     return filename == "<test>" or starts(filename, roots)
 
 
-def _is_library_function_of(state, value):
-    return _is_library_function(value, *state)
+def _is_library_function_of(state, value, *, is_library_function=_is_library_function):
+    return is_library_function(value, *state)
 
 
-def _answers_as_its_library(state, value):
+def _answers_as_its_library(state, value, *, is_library_function=_is_library_function):
     """Whether `value`, an answering method of a class that appeared while the program's code ran, is its library's
     own: a library's function whose module was loaded while the program's code ran, as its classes were (a library
     the program imports). A library's function taken from a module loaded before (`_ANY.__eq__` on a class of the
     program's, or the method `unittest.mock` wraps around what the program sets as a mock's `__eq__`) answers with
     what the program chose: trapped as the program's."""
     roots, function_type, starts, globals_of, loaded_before, id_, type_, code_of, ends, equal_to_anything, get = state
-    if not (_is_library_function(value, roots, function_type, starts) and type_(value) is function_type
+    if not (is_library_function(value, roots, function_type, starts) and type_(value) is function_type
             and id_(globals_of(value)) not in loaded_before):
         return False
     code = code_of(value)  # nor a library's method that says it equals anything (`ANY`, of a module the program loaded)
@@ -154,7 +154,7 @@ def _framing():
     return scope["framed"]
 
 
-def _calls_frameless(callee, kinds):
+def _calls_frameless(callee, kinds, *, range_=range):
     """Whether calling `callee` runs code without a frame with arguments the program may have chosen: a
     `functools.partial`, a bound method or an `operator.methodcaller` around anything but a function, or a
     `partial` of a library's function (which would run unguarded: `partial(functools.update_wrapper, np.testing,
@@ -162,7 +162,7 @@ def _calls_frameless(callee, kinds):
     partial_type, partial_func, method_type, method_func, static, static_func, _, _, _, caller_type, \
         function_type, is_subclass, type_, is_library = kinds
     bound = partial = False
-    for _ in range(64):  # a partial of a bound method of a partial ...
+    for _ in range_(64):  # a partial of a bound method of a partial ...
         if is_subclass(type_(callee), partial_type):
             callee, bound, partial = partial_func(callee), True, True
         elif type_(callee) is method_type:
@@ -176,12 +176,12 @@ def _calls_frameless(callee, kinds):
     return True
 
 
-def _framed_callee(state, callee):
+def _framed_callee(state, callee, *, calls_frameless=_calls_frameless):
     """`callee` as the test's code calls it: framed where it would run code without a frame (`_calls_frameless`);
     a method of an object of a library's class that the program's code made, under a snapshot put back when it
     returns (`_made_keeper`)."""
     framed, kinds, made, method_type, method_self, type_ = state
-    if _calls_frameless(callee, kinds):
+    if calls_frameless(callee, kinds):
         return framed(callee)
     if type_(callee) is method_type and made(("made", method_self(callee))) is True:
         return made(("restoring", callee))
@@ -290,20 +290,20 @@ def argument_framer(roots, harness_does):
     return types.MethodType(_framed_argument, (_framing(), kinds, _calls_frameless, lasting_code.pure, b, harness_does))
 
 
-def _framed_attribute(state, value):
+def _framed_attribute(state, value, *, calls_frameless=_calls_frameless, any_=any):
     """A class attribute with every callable in it that runs code without a frame (`_calls_frameless`) framed,
     called as before (a static, class or property part framed as that part), or None if it has none."""
     framed, kinds = state
     _, _, _, _, static, static_func, class_method, class_func, prop, _, _, _, type_, _ = kinds
     if type_(value) is static or type_(value) is class_method:
         inner = static_func(value) if type_(value) is static else class_func(value)
-        return type_(value)(framed(inner)) if _calls_frameless(inner, kinds) else None
+        return type_(value)(framed(inner)) if calls_frameless(inner, kinds) else None
     if type_(value) is prop:
         parts = [value.fget, value.fset, value.fdel]
-        if not any(_calls_frameless(part, kinds) for part in parts):
+        if not any_(calls_frameless(part, kinds) for part in parts):
             return None
-        return prop(*[framed(part) if _calls_frameless(part, kinds) else part for part in parts], value.__doc__)
-    return static(framed(value)) if _calls_frameless(value, kinds) else None
+        return prop(*[framed(part) if calls_frameless(part, kinds) else part for part in parts], value.__doc__)
+    return static(framed(value)) if calls_frameless(value, kinds) else None
 
 
 def _frame_finalizers(state, since):
@@ -327,24 +327,25 @@ def _frame_finalizers(state, since):
     return latest
 
 
-def _keeper(before, trap, roots, bound):
+def _keeper(before, trap, roots, bound, helpers, *, heap=_HEAP_TYPE):
     """Sent "enter" when a call into the program starts and "leave" when it ends (the first "leave": the program's
     top-level code ended); between the outermost ones the program's classes have their own answering methods, and
     what the program left to run later without a frame of its own is framed (`_framed_attribute`,
     `_frame_finalizers`) or, where it cannot be, fails the test (`lasting_code`). The program's classes are those
     among the objects made while its code ran (`_new_objects`: the collector's generations are frozen when it
     starts), kept from one call to the next. `before`: the finalizer count before the program ran, and
-    `lasting_code`'s `(bound, spring, harness_does)`."""
+    `lasting_code`'s `(bound, spring, harness_does)`; `helpers`: this module's functions it calls."""
     (answering, flags, class_dict, set_attribute, function_type, starts, errors, list_, append, items, is_library,
      framed_attribute, frame_finalizers, is_subclass, type_, keep_library_objects, (overrides, trapped),
      plain_class) = bound
-    (finalizers, lasting), depth, saved, heap = before, 1, [], _HEAP_TYPE
+    (finalizers, lasting), depth, saved = before, 1, []
+    start_watching_new_objects, new_objects, left_frameless = helpers
     left, spring, harness_does = lasting
-    programs, kept, canary = [], [], _start_watching_new_objects(left)
+    programs, kept, canary = [], [], start_watching_new_objects(left)
     command = yield
     while True:
         if command == "enter" and depth == 0:
-            canary = _start_watching_new_objects(left)
+            canary = start_watching_new_objects(left)
             for cls, name, original in saved:
                 try:
                     set_attribute(cls, name, original)
@@ -356,7 +357,7 @@ def _keeper(before, trap, roots, bound):
         elif command == "leave" and depth > 0:
             depth -= 1
             if depth == 0:
-                made, odd = _new_objects(left, harness_does), False
+                made, odd = new_objects(left, harness_does), False
                 for value in made or ():
                     if is_subclass(type_(value), type_) and flags(value) & heap:
                         if plain_class(value, is_library):
@@ -381,7 +382,7 @@ def _keeper(before, trap, roots, bound):
                         except errors:
                             pass
                 finalizers = frame_finalizers(finalizers)
-                if made is None or approximated or odd or _left_frameless(left, made, canary, kept, harness_does):
+                if made is None or approximated or odd or left_frameless(left, made, canary, kept, harness_does):
                     spring(True)
         command = yield
 
@@ -391,7 +392,7 @@ _CLASS_ANSWERS = frozenset({"__hash__", "__eq__", "__ne__", "__instancecheck__",
                             "__getattribute__", "__getattr__"})
 
 
-def _plain_class(state, cls, is_library):
+def _plain_class(state, cls, is_library, *, str_=str):
     """Whether the harness can read `cls` without running the program's code: every name in its dict is a plain
     `str` (`type(name, bases, namespace)` keeps a key of a `str` subclass, whose `__hash__` the harness would run
     wherever it looks the name up), and, where it is a metaclass, it defines none of `_CLASS_ANSWERS` but as its
@@ -399,12 +400,12 @@ def _plain_class(state, cls, is_library):
     class_dict, items, type_, is_subclass, answers = state
     metaclass = is_subclass(cls, type_)
     for name, value in items(class_dict(cls)):
-        if type_(name) is not str or metaclass and name in answers and not is_library(value):
+        if type_(name) is not str_ or metaclass and name in answers and not is_library(value):
             return False
     return True
 
 
-def _keep_library_objects(state, made):
+def _keep_library_objects(state, made, *, str_=str):
     """What of `made` is a library's, built by the program's code with arguments it chose, whose code the test
     may run later. A generator, coroutine or async generator whose code is a library's has its frame marked: the
     profile function guards its code as the program's when the test resumes it (`_watch`); a library's generator
@@ -429,7 +430,7 @@ def _keep_library_objects(state, made):
                 approximated = True
             elif flags(kind) & heap:
                 module = proxy_get(class_dict(kind), "__module__")  # the program's, "solution": as a plain `str`
-                if not (type_(module) is str and module == "solution"):
+                if not (type_(module) is str_ and module == "solution"):
                     append(objects, value)
             continue
         frame = read_frame(value)
@@ -463,20 +464,20 @@ def _start_watching_new_objects(b):
     return b.new_list()
 
 
-def _new_objects(b, harness_does):
+def _new_objects(b, harness_does, *, base_exception=BaseException):
     """The objects made since the generations were last frozen, or None where they cannot be read."""
     try:
         return harness_does(b.objects)
-    except BaseException:  # noqa: BLE001 - the test fails
+    except base_exception:  # noqa: BLE001 - the test fails
         return None
 
 
-def _left_frameless(b, objects, canary, keep, harness_does):
+def _left_frameless(b, objects, canary, keep, harness_does, *, left=lasting_code.frameless_left, error=BaseException):
     """Whether the program's code just left among `objects` one that the interpreter would call something impure
     through on its own (`lasting_code.frameless_left`), or froze the collector's generations to hide what it made."""
     try:
-        return harness_does(lasting_code.frameless_left, objects, keep, canary, b) is not None
-    except BaseException:  # noqa: BLE001 - whatever the program made that the reading could not handle fails it
+        return harness_does(left, objects, keep, canary, b) is not None
+    except error:  # noqa: BLE001 - whatever the program made that the reading could not handle fails it
         return True
 
 
@@ -517,7 +518,8 @@ def answer_traps(error_type, roots, harness_does=None, made=None):
                  _CLASS_ANSWERS)))
     finalizers = max([info.index for info in registry.values()], default=-1)
     harness_does = harness_does or (lambda function, *args: function(*args))
-    keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound)
+    keeper = _keeper((finalizers, (left, flag.send, harness_does)), trap, roots, bound,
+                     (_start_watching_new_objects, _new_objects, _left_frameless))
     keeper.send(None)
     send = keeper.send
     fail = types.MethodType(_fail, (flag.send, AssertionError))

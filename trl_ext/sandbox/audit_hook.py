@@ -57,7 +57,7 @@ def install(roots, provenance):
                           + answer_traps.PROTECTED_FUNCTIONS + test_namespace.PROTECTED_FUNCTIONS
                           + own_anything.PROTECTED_FUNCTIONS + masked_positions.PROTECTED_FUNCTIONS
                           + library_closures.PROTECTED_FUNCTIONS + context_state.PROTECTED_FUNCTIONS)
-    type_of, function_type = type, types.FunctionType
+    type_of, function_type, id_, str_, os_error = type, types.FunctionType, id, str, OSError
     code_holders = (types.FunctionType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
     readable = code_attributes | {"__defaults__", "__kwdefaults__"}  # a harness function's state may be a default
     provenance_events = frozenset({"compile", "code.__new__", "marshal.loads", "function.__new__"}
@@ -79,13 +79,13 @@ def install(roots, provenance):
     def judges(target, attribute, reading):
         # Whether `target` is the call guard's, or the test's (compiled as "<test>") and, for a read, the program
         # asks (a frame of its code is on the stack; `unittest.mock` reads a test's code too).
-        if id(target) in protected:
+        if id_(target) in protected:
             return True
         own.append(1)
         try:
             code = get_attribute(target, "__code__" if attribute in rewiring else attribute, None)
             filename = get_attribute(code, "co_filename", None)
-            if type_of(filename) is not str or filename != "<test>":
+            if type_of(filename) is not str_ or filename != "<test>":
                 return False
             return not reading or program_on_stack(get_frame(1), base, not_the_program)
         finally:
@@ -96,13 +96,13 @@ def install(roots, provenance):
         own.append(1)
         try:
             fd = open_path(path, path_flag)
-        except OSError:
+        except os_error:
             return ""
         finally:
             own.pop()
         try:
-            return read_link(fd_path + str(fd))
-        except OSError:  # no /proc: a program in namespaces of its own sees none (`program_isolation`)
+            return read_link(fd_path + str_(fd))
+        except os_error:  # no /proc: a program in namespaces of its own sees none (`program_isolation`)
             return ""
         finally:
             close(fd)
@@ -163,11 +163,12 @@ def _provenance_check(roots, own, get_frame, base):
     (`code_provenance.forged_library_code`), or None. Everything it calls is bound now."""
     forged_code, open_path, read_only = code_provenance.forged_library_code, os.open, os.O_RDONLY
     read, close, program_on_stack, not_the_program = os.read, os.close, _program_on_stack, roots + ("<frozen ",)
+    os_error = OSError
 
     def read_file(path):  # called with `own` set
         try:
             fd = open_path(path, read_only)
-        except OSError:
+        except os_error:
             return None
         try:
             chunks = []

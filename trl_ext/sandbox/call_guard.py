@@ -40,8 +40,9 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
     them. `copies`: `warm_copies()` made before this process was forked, used again for every dict whose version
     tag has not changed since, or None to copy every dict at the first snapshot."""
     registries = (sys.meta_path, sys.path_hooks, gc.callbacks)  # their entries run code later: contents too
+    object_ = object  # what the fallbacks below call while the program's call runs: bound now
     if versions is None:  # every namespace copied and put back each time
-        versions = (lambda dictionary: None, lambda view: object(), lambda dicts: object)
+        versions = (lambda dictionary: None, lambda view: object_(), lambda dicts: object_)
     if context_variables is None:
         context_variables = (lambda: None, lambda entered: None)
     harness_does = harness_does or (lambda function, *args: function(*args))
@@ -103,7 +104,8 @@ def _empty_changed(state):
 def memo_emptier(holders, versions):
     """`empty_changed()`, made before the program runs: empties each memoized function that the dicts `holders`
     hold whose memo changed since (`_memos_in`); `versions`: `(watch, read)` of dicts' version tags, or None."""
-    watch, read = versions[:2] if versions else (lambda dictionary: None, lambda view: object())
+    object_ = object
+    watch, read = versions[:2] if versions else (lambda dictionary: None, lambda view: object_())
     memos_in = memo_finder(watch)
     memo_tags = [(function, view, None if view is None else read(view))
                  for holder in holders for function, view in memos_in(holder)[0]]
@@ -137,7 +139,7 @@ def _classes_of(namespace, values, is_subclass, type_, flags, heap):
     return [value for value in values(namespace) if is_subclass(type_(value), type_) and flags(value) & heap]
 
 
-def _copies(bound):
+def _copies(bound, *, copy_one=_copy, classes_of=_classes_of):
     """`(namespaces, classes, packages, gather, versions, memos)`: a copy of every loaded module's namespace and of
     every class they hold (`_copy`), the namespaces by module name, a function reading the dicts' version tags at
     once and what it returns now (`dict_versions.gatherer`), and their memoized functions. Among the
@@ -150,7 +152,7 @@ def _copies(bound):
      getattr_, _, _, _, importer_cache, id_, map_, tags, _) = bound
 
     def classes_in(namespace):
-        return _classes_of(namespace, values, is_subclass, type_, flags, heap)
+        return classes_of(namespace, values, is_subclass, type_, flags, heap)
 
     def no_classes(namespace):
         return ()
@@ -160,14 +162,14 @@ def _copies(bound):
         namespace = getattr_(module, "__dict__", None)
         if type_(namespace) is dict_ and get(seen, id_(namespace)) is None:
             seen[id_(namespace)] = namespace
-            namespaces.append(_copy(namespace, False, tags, dict_, get, id_, class_dict, classes_in))
+            namespaces.append(copy_one(namespace, False, tags, dict_, get, id_, class_dict, classes_in))
             packages[name] = namespace
     program, programs = get(packages, "solution"), {}  # the program's own dicts keep what its calls put in them
     for namespace_copy in list_(namespaces):
         for cls in namespace_copy[4]:
             if get(seen, id_(cls)) is None:
                 seen[id_(cls)] = cls
-                classes.append(_copy(cls, True, tags, dict_, get, id_, class_dict, classes_in))
+                classes.append(copy_one(cls, True, tags, dict_, get, id_, class_dict, classes_in))
                 if namespace_copy[0] is program:
                     programs[id_(cls)] = cls
     level = namespaces + classes
@@ -179,7 +181,7 @@ def _copies(bound):
             for value in holder_copy[5][1]:  # the plain dicts it held when copied
                 if get(seen, id_(value)) is None:
                     seen[id_(value)] = value
-                    found.append(_copy(value, False, tags, dict_, get, id_, class_dict, no_classes))
+                    found.append(copy_one(value, False, tags, dict_, get, id_, class_dict, no_classes))
         namespaces.extend(found)
         level = found
     copies = namespaces + classes
@@ -222,7 +224,7 @@ def held_dicts(holders, seen):
     return [(held, dict(held)) for held in found]
 
 
-def take_snapshot(bound):
+def take_snapshot(bound, *, copies_of=_copies):
     """A function that puts back the namespaces, classes, registries (import finders and hooks, collector
     callbacks) and context variables as they are now. Modules the call loads stay loaded (and attributes of their
     packages, as importing them made them). Only the dicts whose version tag changed are put back, and only those
@@ -238,7 +240,7 @@ def take_snapshot(bound):
     if last is not None and modules_version == last[1] and last[5]() == last[6]:
         namespaces, classes, packages, gather, versions, memos = last[2:]
     else:
-        namespaces, classes, packages, gather, versions, memos = _copies(bound)
+        namespaces, classes, packages, gather, versions, memos = copies_of(bound)
         cache["last"] = (modules_view, modules_version, namespaces, classes, packages, gather, versions, memos)
     memo_functions, memo_views, unwatched_memos = memos
     memo_versions = list_(map_(read, memo_views))
@@ -403,14 +405,16 @@ def guarded(function, bound):
     return types.MethodType(_guarded_call, (runs.send, StopIteration))
 
 
-def restoring(bound, function):
+def restoring(bound, function, *, runs_of=_runs, snapshot=take_snapshot, run=_restoring_run, call=_guarded_call,
+              caught=BaseException, stop=StopIteration, method_type=types.MethodType):
     """`function` (a library's, bound to an object the program's code made) as the test calls it: every call under
     a snapshot put back when it ends (`_restoring_run`); state held as `guarded`'s. `bound` first, so that the
     harness binds it with `types.MethodType` (a `partial` made then would be framed as the program's,
-    `answer_traps._frame_partial`)."""
-    runs = _runs(function, take_snapshot, bound, _restoring_run, BaseException)
+    `answer_traps._frame_partial`). It is made when the test first calls such a method, which may be inside a
+    call into the program: what it calls is bound when defined."""
+    runs = runs_of(function, snapshot, bound, run, caught)
     runs.send(None)
-    return types.MethodType(_guarded_call, (runs.send, StopIteration))
+    return method_type(call, (runs.send, stop))
 
 
 # What the audit hook refuses to rewire (`__code__`).

@@ -32,7 +32,15 @@ _LEFT = frozenset({"__init__", "__new__", "__init_subclass__", "__class_getitem_
                    "__dict__", "__weakref__", "__slots__", "__doc__", "__module__", "__qualname__", "__annotations__"})
 
 
-def _overrides(state, cls):
+def _under(module, packages, starts):
+    """Whether `module` is one of `packages` or a module under one."""
+    for package in packages:
+        if module == package or starts(module, package + "."):
+            return True
+    return False
+
+
+def _overrides(state, cls, *, under=_under, str_=str):
     """The names of `cls`'s own attributes that override an attribute of a base from `LIBRARIES`, through its
     `__mro__` or its `__bases__` (a metaclass may leave a base out of the `__mro__`)."""
     (mro_of, bases_of, class_dict, module_of, exact, starts, is_subclass, type_, id_, libraries, tensor_modules,
@@ -45,18 +53,10 @@ def _overrides(state, cls):
         seen.add(id_(base))
         pending.extend(bases_of(base))
         module = module_of(base)  # what a class of the program's says: read as an exact `str` (no `__eq__` of its own)
-        module = exact(module) if is_subclass(type_(module), str) else ""
-        if module in tensor_modules or _under(module, libraries, starts):
+        module = exact(module) if is_subclass(type_(module), str_) else ""
+        if module in tensor_modules or under(module, libraries, starts):
             library_names.update(class_dict(base))
     return {name for name in class_dict(cls) if name in library_names and name not in left}
-
-
-def _under(module, packages, starts):
-    """Whether `module` is one of `packages` or a module under one."""
-    for package in packages:
-        if module == package or starts(module, package + "."):
-            return True
-    return False
 
 
 def _trapped_override(state, value, trap):

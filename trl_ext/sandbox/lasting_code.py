@@ -118,6 +118,10 @@ def bound(is_library, modules):
         immutable=immutable, value_types=_VALUE_TYPES | immutable, read_only=_READ_ONLY_METHODS,
         carriers=_carriers(modules),
         append=list.append, freeze=gc.freeze, objects=gc.get_objects, new_list=list,
+        # this module's functions and constants, which call each other while the program's call runs: by these
+        # names, never the module's, which the program may rebind meanwhile
+        pure=pure, pure_class=_pure_class, pure_method=_pure_method, found_in_classes=_found_in_classes,
+        carrier=_carrier, all_=all, heap=_HEAP_TYPE, immutable_type=_IMMUTABLE_TYPE,
     )
 
 
@@ -143,13 +147,13 @@ def pure(value, b, depth=0):
     if kind is b.function:
         return not b.is_library(value)
     if kind is b.method:
-        return pure(b.method_func(value), b, depth + 1)
+        return b.pure(b.method_func(value), b, depth + 1)
     if b.is_subclass(kind, b.partial):
         func, args, keywords = (part(value) for part in b.partial_parts)
         parts = (func, *args, *b.values(keywords))
         if func is b.default_dict:  # `partial(defaultdict, int)`: pure where the factory it will be given is
             parts = parts[1:]
-        return all(pure(part, b, depth + 1) for part in parts if part is func or b.callable_(part))
+        return b.all_(b.pure(part, b, depth + 1) for part in parts if part is func or b.callable_(part))
     if kind in b.pure_kinds:
         return True
     if kind is b.builtin:
@@ -158,15 +162,15 @@ def pure(value, b, depth=0):
             return b.id_(value) in b.pure_ids
         if b.is_subclass(b.type_(owner), b.type_):  # a class method of a built-in type (`dict.fromkeys`)
             return owner in b.value_types
-        return _pure_method(b.type_(owner), b.builtin_name(value), b)
+        return b.pure_method(b.type_(owner), b.builtin_name(value), b)
     if kind is b.wrapper:
-        return _pure_method(b.type_(b.wrapper_self(value)), b.wrapper_name(value), b)
+        return b.pure_method(b.type_(b.wrapper_self(value)), b.wrapper_name(value), b)
     if kind in b.descriptors:
         objclass, name = b.descriptors[kind]
-        return _pure_method(objclass(value), name(value), b)
+        return b.pure_method(objclass(value), name(value), b)
     if b.is_subclass(kind, b.type_):
-        return _pure_class(value, b)
-    _, call = _found_in_classes(kind, "__call__", b)  # an object of the program's class: its own __call__
+        return b.pure_class(value, b)
+    _, call = b.found_in_classes(kind, "__call__", b)  # an object of the program's class: its own __call__
     return b.type_(call) is b.function and not b.is_library(call)
 
 
@@ -175,10 +179,10 @@ def _pure_class(cls, b):
     functions or a built-in value type's."""
     if cls in b.value_types:
         return True
-    if not b.flags(cls) & _HEAP_TYPE or b.flags(cls) & _IMMUTABLE_TYPE:
+    if not b.flags(cls) & b.heap or b.flags(cls) & b.immutable_type:
         return False
     for name in ("__new__", "__init__"):
-        owner, found = _found_in_classes(cls, name, b)
+        owner, found = b.found_in_classes(cls, name, b)
         if owner in b.value_types:
             continue
         if b.type_(found) is b.static:
@@ -194,7 +198,7 @@ def _carrier(kind, b):
     called (a `partial`, a bound method: the test's own calls of those are framed, `answer_traps`)."""
     if kind in b.carriers:
         return kind
-    if not b.flags(kind) & _HEAP_TYPE:
+    if not b.flags(kind) & b.heap:
         return None
     for klass in b.mro(kind):  # a class of the program's (or a library's) made on one of them
         if klass in b.carriers:
@@ -213,7 +217,7 @@ def frameless_left(objects, keep, canary, b):
             seen = True
             continue
         kind = b.type_(value)
-        carrier = _carrier(kind, b)
+        carrier = b.carrier(kind, b)
         if carrier is None:
             continue
         if carrier is b.reference:
@@ -223,11 +227,11 @@ def frameless_left(objects, keep, canary, b):
             factory = b.factory(value)
             kind_of_factory = b.type_(factory)
             if (factory is not None and kind_of_factory is not b.function
-                    and not b.is_subclass(kind_of_factory, b.type_) and not pure(factory, b)):
+                    and not b.is_subclass(kind_of_factory, b.type_) and not b.pure(factory, b)):
                 return value
         else:
             for item in b.referents(value):
-                if item is not kind and b.callable_(item) and not pure(item, b):
+                if item is not kind and b.callable_(item) and not b.pure(item, b):
                     return value
     return None if seen else canary
 

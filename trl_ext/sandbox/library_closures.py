@@ -76,10 +76,10 @@ def _pointer_views():
     except ImportError:
         return None
     offset = types.CellType.__basicsize__ - ctypes.sizeof(ctypes.c_void_p)  # after the object header
-    at, read = ctypes.c_void_p.from_address, ctypes._SimpleCData.__dict__["value"].__get__
+    at, read, id_ = ctypes.c_void_p.from_address, ctypes._SimpleCData.__dict__["value"].__get__, id
 
     def view(cell):
-        return at(id(cell) + offset)
+        return at(id_(cell) + offset)
 
     first, second = object(), object()
     probe = types.CellType(first)

@@ -20,7 +20,7 @@ import types
 _UTILITIES = "numpy.testing._private.utils"
 
 
-def _masks_first(state, comparison, x, y, *args, **kwargs):
+def _masks_first(state, comparison, x, y, *args, assertion_error=AssertionError, **kwargs):
     """NumPy's `assert_array_compare(comparison, x, y, ...)`, after the masks of `x` and `y` are compared."""
     compare, masked_array, mask_of, broadcast, type_, is_subclass, value_error = state
     if is_subclass(type_(x), masked_array) or is_subclass(type_(y), masked_array):
@@ -29,7 +29,7 @@ def _masks_first(state, comparison, x, y, *args, **kwargs):
         except value_error:  # shapes that do not match: NumPy's own check says so
             x_mask = y_mask = None
         if x_mask is not None and (x_mask != y_mask).any():
-            raise AssertionError("Arrays are not equal: a position is masked on one side only (masked values "
+            raise assertion_error("Arrays are not equal: a position is masked on one side only (masked values "
                                  "are compared, not skipped)")
     return compare(comparison, x, y, *args, **kwargs)
 

@@ -69,11 +69,12 @@ def test_anything(mock_module, fail):
     own = object.__new__(any_class)
     for function in (_equal, _unequal):
         function.__defaults__ = ((id(own), id, fail),)
-    set_attribute = type.__setattr__
+    # Bound now: `trap` runs after the program's top-level code, which may have rebound this module's names.
+    set_attribute, equal, unequal = type.__setattr__, _equal, _unequal
 
     def trap():
-        set_attribute(any_class, "__eq__", _equal)
-        set_attribute(any_class, "__ne__", _unequal)
+        set_attribute(any_class, "__eq__", equal)
+        set_attribute(any_class, "__ne__", unequal)
 
     trap()
     return own, types.MethodType(_own, (library_any, own)), trap
@@ -83,7 +84,7 @@ def test_anything(mock_module, fail):
 _APPROXIMATION = ("_pytest.python_api", "ApproxBase")
 
 
-def is_approximation(state, kind):
+def is_approximation(state, kind, *, str_=str):
     """Whether `kind` is one of pytest's approximations (`ApproxBase` among its bases, a class of the program's
     too), which equal whatever their tolerance allows (`pytest.approx(0, abs=float('inf'))` equals every number,
     also where a library compares it: NumPy in an object array). A program has no use for one in what it leaves
@@ -91,7 +92,7 @@ def is_approximation(state, kind):
     mro_of, name_of, class_dict, proxy_get, type_, module, name = state
     for cls in mro_of(kind):  # names compared only as plain `str`s: a subclass's `__eq__` is the program's code
         cls_name, cls_module = name_of(cls), proxy_get(class_dict(cls), "__module__")
-        if type_(cls_name) is str and type_(cls_module) is str and cls_name == name and cls_module == module:
+        if type_(cls_name) is str_ and type_(cls_module) is str_ and cls_name == name and cls_module == module:
             return True
     return False
 

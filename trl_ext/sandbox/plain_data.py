@@ -10,6 +10,8 @@ is not plain data takes part only when its class is one the program did not writ
 existed before the program ran, or one the test trusted), never through a forwarding proxy.
 """
 
+import decimal
+import fractions
 import sys
 import types
 import weakref
@@ -50,14 +52,25 @@ class _Unencodable(Exception):
     pass
 
 
-def encode_value(value, max_items=1_000_000, max_depth=100):
+# What `encode_value` and `decode_value` call, bound when the module loads: a test's comparison may run while a
+# call into the program does, which may have rebound the builtins and this module's names.
+_ENCODING_KINDS = (type, bool, str, int, float, complex, bytes, bytearray, list, tuple, frozenset, set, dict, isinstance,
+                   getattr, hasattr, _Unencodable)
+_DECODING_KINDS = (list, bool, str, dict, int, float, complex, bytes, tuple, set, frozenset, isinstance, len, ValueError,
+                   fractions.Fraction, decimal.Decimal)
+
+
+def encode_value(value, max_items=1_000_000, max_depth=100, *, kinds=_ENCODING_KINDS):
     """A JSON-able encoding of plain data that keeps Python's types apart (tuple vs list, int vs float).
 
     Instances of subclasses of the built-in types (namedtuple, OrderedDict, an `int` subclass with its own
     `__eq__`) are encoded as the base type's value, read with the base type's own methods, so no method of the
     solution runs and a custom `__eq__` cannot make a wrong value compare equal. NumPy values go through
-    `tolist()`. Anything else (a class of the solution) raises `_Unencodable`.
+    `tolist()`. Anything else (a class of the solution) raises `_Unencodable`. What it calls is bound when the
+    module loads (`kinds`).
     """
+    (type, bool, str, int, float, complex, bytes, bytearray, list, tuple, frozenset, set, dict, isinstance, getattr,
+     hasattr, _Unencodable) = kinds
     budget = [max_items]
 
     def encode(item, depth):
@@ -111,36 +124,40 @@ def _write_all(write, fd, data):
         data = data[write(fd, data):]
 
 
-def decode_value(node):
+def decode_value(node, *, kinds=_DECODING_KINDS):
     """Inverse of `encode_value`, building only plain data (it never calls code a value names). The trainer decodes
-    what comes back from the sandbox with it, so anything that is not an encoded value is a ValueError."""
-    if isinstance(node, list):
-        return [decode_value(item) for item in node]
-    if node is None or isinstance(node, (bool, str)):
-        return node
-    if isinstance(node, dict) and len(node) == 1:
-        ((tag, payload),) = node.items()
-        if tag == "int":
-            return int(payload)
-        if tag == "float":
-            return float(payload)
-        if tag == "complex":
-            return complex(float(payload[0]), float(payload[1]))
-        if tag == "bytes":
-            return bytes.fromhex(payload)
-        if tag in ("tuple", "set", "frozenset"):
-            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](decode_value(item) for item in payload)
-        if tag == "dict":
-            return {decode_value(key): decode_value(value) for key, value in payload}
-        if tag == "fraction":
-            import fractions
+    what comes back from the sandbox with it, so anything that is not an encoded value is a ValueError. What it
+    calls is bound when the module loads, as `encode_value`'s is."""
+    (list, bool, str, dict, int, float, complex, bytes, tuple, set, frozenset, isinstance, len, ValueError, Fraction,
+     Decimal) = kinds
 
-            return fractions.Fraction(int(payload[0]), int(payload[1]))
-        if tag == "decimal":
-            import decimal
+    def decode(node):
+        if isinstance(node, list):
+            return [decode(item) for item in node]
+        if node is None or isinstance(node, (bool, str)):
+            return node
+        if isinstance(node, dict) and len(node) == 1:
+            ((tag, payload),) = node.items()
+            if tag == "int":
+                return int(payload)
+            if tag == "float":
+                return float(payload)
+            if tag == "complex":
+                return complex(float(payload[0]), float(payload[1]))
+            if tag == "bytes":
+                return bytes.fromhex(payload)
+            if tag in ("tuple", "set", "frozenset"):
+                return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](decode(item) for item in payload)
+            if tag == "dict":
+                return {decode(key): decode(value) for key, value in payload}
+            if tag == "fraction":
+                return Fraction(int(payload[0]), int(payload[1]))
+            if tag == "decimal":
+                return Decimal(payload)
+        raise ValueError(f"not an encoded value: {str(node)[:80]}")
 
-            return decimal.Decimal(payload)
-    raise ValueError(f"not an encoded value: {str(node)[:80]}")
+    return decode(node)
+
 
 
 _NOT_PLAIN = object()
@@ -180,7 +197,7 @@ def _known_checker(known_types, opaque_types, own_anything):
     is_instance, type_of, object_type, forwarding = isinstance, type, object, _FORWARDING_TYPES
     mro_of = type.__dict__["__mro__"].__get__
     by_identity, containers, max_items = _COMPARED_AS_THEY_ARE, (list, tuple, set, frozenset), 200_000
-    unmatchable, comparison_error = _UNMATCHABLE, Exception
+    unmatchable, comparison_error, dict_, all_ = _UNMATCHABLE, Exception, dict, all
 
     def known(item):
         """Whether `item` may take part in a comparison as it is: a value of a known class, or a built-in container
@@ -194,12 +211,12 @@ def _known_checker(known_types, opaque_types, own_anything):
             kind = type_of(current)
             if kind in by_identity:
                 continue
-            if kind is dict:
+            if kind is dict_:
                 stack.extend(current.keys())
                 stack.extend(current.values())
             elif kind in containers:
                 stack.extend(current)
-            elif is_instance(current, forwarding + opaque_types) or not all(
+            elif is_instance(current, forwarding + opaque_types) or not all_(
                     cls in known_types or cls is object_type for cls in mro_of(kind)) or (
                     current is not own_anything and equals_anything(current)):
                 return False
@@ -240,7 +257,8 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
     heap, own_answer, type_flags = _HEAP_TYPE, _OWN_ANSWER_METHODS, type.__dict__["__flags__"].__get__
     mro_of, vars_of, forwarding, refused = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
         _FORWARDING_TYPES, NotPlainData
-    is_instance, type_of, any_, opaque_types = isinstance, type, any, tuple(opaque_types)
+    is_instance, type_of, any_, opaque_types, bool_ = isinstance, type, any, tuple(opaque_types), bool
+    not_encoded = (unencodable, RecursionError, ValueError, TypeError)
     known = _known_checker(known_types, opaque_types, own_anything)
     operators = {
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -253,7 +271,7 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
     def plain(item):
         try:
             return decode(encode(item, max_items=200_000))
-        except (unencodable, RecursionError, ValueError, TypeError):
+        except not_encoded:
             return not_plain
 
     def computed(item):
@@ -281,8 +299,8 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
     def truth(item):
         plain_item = computed(item)
         if plain_item is not not_plain:
-            return bool(plain_item)
-        return known(item) and bool(item)
+            return bool_(plain_item)
+        return known(item) and bool_(item)
 
     def value(item):
         plain_item = computed(item)

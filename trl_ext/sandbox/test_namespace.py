@@ -33,55 +33,58 @@ class KeptNamespace(dict):
     __slots__ = ()
 
 
+def _is_data(name, value, kinds=(types.FunctionType, classmethod, staticmethod, property), *, is_instance=isinstance):
+    return not (name.startswith("__") and name.endswith("__")) and not is_instance(value, kinds)
+
+
 class KeptClass(type):
     """The metaclass of a test class (`instrumentation`): its data attributes, set in its body or on the class (as
     `setUpClass` does), are kept like the module's names, out of the class's dict; its instances and the test's
-    code read them as usual. Its methods are given their state per test process (`namespace_keeper`)."""
+    code read them as usual. Its methods are given their state per test process (`namespace_keeper`): `(send,
+    refused, object.__setattr__, _instance_attribute, _instance_set)`. They may run while a call into the program
+    does (a test's callback sets a class attribute), so what they call is bound when defined or in that state."""
 
-    def __new__(mcls, name, bases, namespace, _state=None):
-        kept = {key: value for key, value in namespace.items() if _state is not None and _is_data(key, value)}
-        cls = type.__new__(mcls, name, bases, {key: value for key, value in namespace.items() if key not in kept})
+    def __new__(mcls, name, bases, namespace, _state=None, *, type_=type, id_=id, is_data=_is_data):
+        kept = {key: value for key, value in namespace.items() if _state is not None and is_data(key, value)}
+        cls = type_.__new__(mcls, name, bases, {key: value for key, value in namespace.items() if key not in kept})
         for key, value in kept.items():
-            _state[0](("class_set", (id(cls), key), value))
+            _state[0](("class_set", (id_(cls), key), value))
         if _state is not None and "__getattr__" not in namespace:
-            type.__setattr__(cls, "__getattr__", _instance_attribute)
-        if _state is not None and type.__getattribute__(cls, "__setattr__") is object.__setattr__:
-            type.__setattr__(cls, "__setattr__", _instance_set)  # not where a base class sets its own way
+            type_.__setattr__(cls, "__getattr__", _state[3])
+        if _state is not None and type_.__getattribute__(cls, "__setattr__") is _state[2]:
+            type_.__setattr__(cls, "__setattr__", _state[4])  # not where a base class sets its own way
         return cls
 
-    def __setattr__(cls, name, value, _state=None):
-        if _state is not None and _is_data(name, value):
-            if _state[0](("class_set", (id(cls), name), value)) is _state[1]:
-                raise AttributeError(f"{name} of the test's class is not the program's to set")
+    def __setattr__(cls, name, value, _state=None, *, type_=type, id_=id, is_data=_is_data,
+                    attribute_error=AttributeError):
+        if _state is not None and is_data(name, value):
+            if _state[0](("class_set", (id_(cls), name), value)) is _state[1]:
+                raise attribute_error(f"{name} of the test's class is not the program's to set")
             return
-        type.__setattr__(cls, name, value)
+        type_.__setattr__(cls, name, value)
 
-    def __getattr__(cls, name, _state=None):
+    def __getattr__(cls, name, _state=None, *, id_=id, attribute_error=AttributeError):
         for owner in cls.__mro__ if _state is not None else ():
-            value = _state[0](("class_get", (id(owner), name), None))
+            value = _state[0](("class_get", (id_(owner), name), None))
             if value is not _state[1]:
                 return value
-        raise AttributeError(name)
+        raise attribute_error(name)
 
 
-def _instance_attribute(self, name, _state=None):
+def _instance_attribute(self, name, _state=None, *, kept_class=KeptClass, type_=type):
     """`__getattr__` of a test class: its kept class attributes, to the test's own code."""
-    return KeptClass.__getattr__(type(self), name)
+    return kept_class.__getattr__(type_(self), name)
 
 
-def _instance_set(self, name, value, _state=None):
+def _instance_set(self, name, value, _state=None, *, set_attribute=object.__setattr__):
     """`__setattr__` of a test class: sets the attribute and tells the keeper, which notes what the test's own code
     sets while the program's code runs (a callback of the test's that records `self.sent = data`): that outlasts
     the case's restore when the program's code returns (`_journal`)."""
     if _state is None:
-        return object.__setattr__(self, name, value)
+        return set_attribute(self, name, value)
     _state[2](self, name, value)
     _state[0](("case_write", self, (name, value)))
     return None
-
-
-def _is_data(name, value, kinds=(types.FunctionType, classmethod, staticmethod, property)):
-    return not (name.startswith("__") and name.endswith("__")) and not isinstance(value, kinds)
 
 
 class KeptBuiltins(dict):
@@ -90,11 +93,11 @@ class KeptBuiltins(dict):
     __slots__ = ()
 
 
-def nearest_code_is_program(frame, roots, starts=str.startswith):
+def nearest_code_is_program(frame, roots, starts=str.startswith, test_file=TEST_FILE):
     """Whether the first frame from `frame` down that is not a library's is the program's (not the test's)."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename == TEST_FILE:
+        if filename == test_file:
             return False
         if not (starts(filename, roots) or starts(filename, "<frozen ")):
             return True
@@ -103,45 +106,48 @@ def nearest_code_is_program(frame, roots, starts=str.startswith):
 
 
 def _shown(value, module_type=types.ModuleType, function_type=types.FunctionType, type_=type, is_instance=isinstance,
-           get_attribute=getattr, is_callable=callable):
+           get_attribute=getattr, is_callable=callable, test_file=TEST_FILE):
     """Whether a value the test binds at module level may stay in the namespace's dict: a module, or an object
     that is not the test's own (a library's function or class, the program's). Data and the test's functions
     and classes are kept apart."""
     if is_instance(value, module_type):
         return True
     if type_(value) is function_type:
-        return value.__code__.co_filename != TEST_FILE
+        return value.__code__.co_filename != test_file
     if is_instance(value, type_):
         return get_attribute(value, "__module__", None) != "__test__"
     return is_callable(value) and get_attribute(value, "__module__", None) not in (None, "__test__")
 
 
-def _keeper(shown_dict, program_calling, bound):
+def _keeper(shown_dict, program_calling, bound, operate, journal_of, *, exception=Exception, set_=set):
     """Sent `(operation, argument, value)`; answers `refused` to the program. Operations: "get", "set",
     "delete", "has" on the test's own names; "hand" (a code object the test handed over), "handed" (whether a
     code object was), "mock" (a mock the test holds), "mocks" (those seen), "case" and "is_case" (an instance
     the test's own code ran a method of: its bound methods, handed over in a mock the test set up, may run inside
     the program's call), "class_set" and "class_get" (a test class's data attributes), "class_data" (all of a
     test class's, by the class's id), "case_write" (an attribute the test's own code set on a case), "case_save"
-    and "case_restore" (`_journal`)."""
+    and "case_restore" (`_journal`). `operate`: `_operate`, and `journal_of`: `_journal`, passed when the keeper is
+    made: this runs while the program's call does, which may rebind this module's names (they are reachable through
+    any of its functions' `__globals__`), so nothing here looks a name up then."""
     refused = bound[2]
-    kept, handed, mocks, mock_ids, cases, journal = {}, set(), [], set(), {}, ([], [])
+    kept, handed, mocks, mock_ids, cases, journal = {}, set_(), [], set_(), {}, ([], [])
     message = yield
     while True:
         try:
-            answer = _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict,
-                              journal)
-        except Exception:  # noqa: BLE001 - what a value did when it was asked: the operation is refused
+            answer = operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict,
+                             journal, journal_of=journal_of)
+        except exception:  # noqa: BLE001 - what a value did when it was asked: the operation is refused
             answer = refused
         message = yield answer
 
 
-def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict, journal):
+def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict, journal, *,
+             journal_of=None, id_=id):
     (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound[:8]
     answer = None
     operation, argument, value = message if type_(message) is tuple_ and len_(message) == 3 else (None,) * 3
     if operation == "case_save" or operation == "case_restore":  # the harness's, also mid-call
-        answer = _journal(operation, argument, bound, cases, journal)
+        answer = journal_of(operation, argument, bound, cases, journal)
     elif operation is not None and operation != "mocks" and program_calling():
         answer = refused  # the list of the test's mocks is handed to whoever restores them, even mid-call
     elif operation == "get":
@@ -162,13 +168,13 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
     elif operation == "handed":
         answer = argument in handed
     elif operation == "case":
-        cases[id(argument)] = argument
+        cases[id_(argument)] = argument
     elif operation == "is_case":
-        answer = cases.get(id(argument), refused) is argument
+        answer = cases.get(id_(argument), refused) is argument
     elif operation == "case_write" and journal[0]:  # the test's own code sets it while the program's code runs
         append(journal[1], (argument, value))
-    elif operation == "mock" and id(argument) not in mock_ids:
-        mock_ids.add(id(argument))
+    elif operation == "mock" and id_(argument) not in mock_ids:
+        mock_ids.add(id_(argument))
         append(mocks, argument)
     elif operation == "mocks":
         answer = tuple_(mocks)
@@ -181,7 +187,7 @@ def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cas
     return answer
 
 
-def _journal(operation, argument, bound, cases, journal):
+def _journal(operation, argument, bound, cases, journal, *, next_=next, enumerate_=enumerate, any_=any, list_=list):
     """"case_save": a copy of each case's attributes (and of which dict and class it has), under a token it
     answers; "case_restore" (that token): each case put back as the copy holds, then what the test's own code set
     on it since (`_instance_set`) set again. The harness saves when a call into the program starts and restores
@@ -199,7 +205,7 @@ def _journal(operation, argument, bound, cases, journal):
         token = new_token()
         saves.append((token, copies, len_(writes)))
         return token
-    position = next((index for index, save in enumerate(saves) if save[0] is argument), None)
+    position = next_((index for index, save in enumerate_(saves) if save[0] is argument), None)
     if position is None:
         return None
     _, copies, start = saves[position]
@@ -208,8 +214,8 @@ def _journal(operation, argument, bound, cases, journal):
             set_state(case, "__class__", cls)
         if get_state(case, "__dict__") is not state:
             set_state(case, "__dict__", state)
-        if len_(state) != len_(copy) or any(type_(key) is not str_ or copy.get(key, copies) is not item
-                                            for key, item in list(state.items())):
+        if len_(state) != len_(copy) or any_(type_(key) is not str_ or copy.get(key, copies) is not item
+                                             for key, item in list_(state.items())):
             state.clear()
             state.update(copy)
     for case, (name, item) in writes[start:]:
@@ -220,19 +226,19 @@ def _journal(operation, argument, bound, cases, journal):
     return None
 
 
-def _get(state, name):
+def _get(state, name, *, key_error=KeyError):
     if state[5](state[3], name):  # the dict's own entry (a module, a library's object, a `global` assigned)
         return state[2](state[3], name)
     value = state[0](("get", name, None))
     if value is state[1]:
-        raise KeyError(name)
+        raise key_error(name)
     return value
 
 
-def _get_or(state, name, default=None):
+def _get_or(state, name, default=None, *, get=_get, key_error=KeyError):
     try:
-        return _get(state, name)
-    except KeyError:
+        return get(state, name)
+    except key_error:
         return default
 
 
@@ -249,21 +255,21 @@ def _has(state, name):
     return state[0](("has", name, None)) is True or state[5](state[3], name)
 
 
-def _builtin(state, name):
+def _builtin(state, name, *, get=_get, key_error=KeyError):
     try:
         return state[6](state[7], name)
-    except KeyError:
-        return _get(state, name)
+    except key_error:
+        return get(state, name)
 
 
-def _hide(state, value):
+def _hide(state, value, test_file=TEST_FILE):
     """`value`, or, where it is the test's function (compiled from the test, or a bound method of one), that
     function `hidden` (`call_guard.hider`): what it closes over and the case it is bound to stay the test's. Its
     code is read for the harness (`harness_does`): the audit hook refuses it to the program, and this may run
     inside the program's call (a callback of the test's that reads `self.fake`)."""
     hidden, function_type, method_type, type_, method_func, code_of, harness_does = state
     function = method_func(value) if type_(value) is method_type else value
-    if type_(function) is function_type and harness_does(code_of, function).co_filename == TEST_FILE:
+    if type_(function) is function_type and harness_does(code_of, function).co_filename == test_file:
         return hidden(value)
     return value
 
@@ -294,24 +300,24 @@ def _own_copy(kinds, value, depth=4):
     is then its own, as what it sets on the case is. A dict or set whose keys are other than plain values (a string,
     a number, bytes, None) is handed as it is: copying it would hash them, which may run code. Types are told apart
     by identity (`in` would run a metaclass's `__eq__`), and no builtin is looked up here: this may run inside a
-    call into the program, which may have replaced them. `kinds`: `(type, _CONTAINERS, _PLAIN_KEYS)`, bound before
-    the program runs."""
-    type_, (list_, dict_, set_, bytearray_, tuple_), plain = kinds
-    kind = type_(value)
-    if not depth or not _one_of(kind, (list_, dict_, set_, bytearray_, tuple_)):
+    call into the program, which may have replaced them, and rebound this module's names. `kinds`: `(type,
+    _CONTAINERS, _PLAIN_KEYS, _one_of, [this function bound])`, bound before the program runs."""
+    type_, (list_, dict_, set_, bytearray_, tuple_), plain, one_of, itself = kinds
+    own_copy, kind = itself[0], type_(value)
+    if not depth or not one_of(kind, (list_, dict_, set_, bytearray_, tuple_)):
         return value
     if kind is list_:
-        return [_own_copy(kinds, item, depth - 1) for item in value]
+        return [own_copy(item, depth - 1) for item in value]
     if kind is tuple_:
-        return tuple_(_own_copy(kinds, item, depth - 1) for item in value)
+        return tuple_(own_copy(item, depth - 1) for item in value)
     if kind is bytearray_:
         return bytearray_(value)
     for key in value:
-        if not _one_of(type_(key), plain):
+        if not one_of(type_(key), plain):
             return value
     if kind is set_:
         return set_(value)
-    return {key: _own_copy(kinds, item, depth - 1) for key, item in value.items()}
+    return {key: own_copy(item, depth - 1) for key, item in value.items()}
 
 
 def _one_of(kind, kinds):
@@ -352,13 +358,14 @@ def _handed_over(state, value, depth=3):
     one holds a case or the test's function), the case's own dict (`vars(self)`) by a copy of the test's data in
     it (its built-in containers copied too: `_own_copy`), and the test's functions hidden (`_hide`)."""
     (view, hide, type_, kept_class, list_, tuple_, dict_, namespace_type, get_attribute, runner_attributes,
-     own_copy) = state
+     own_copy, itself) = state
+    handed_over = itself[0]
     if type_(type_(value)) is kept_class:
         return view(value)
     if depth and (type_(value) is list_ or type_(value) is tuple_):
         items, changed = [], False
         for item in value:
-            items.append(_handed_over(state, item, depth - 1))
+            items.append(handed_over(item, depth - 1))
             changed = changed or items[-1] is not item
         return type_(value)(items) if changed else value
     if depth and (type_(value) is dict_ or type_(value) is namespace_type):
@@ -367,7 +374,7 @@ def _handed_over(state, value, depth=3):
         items, changed = {}, case_dict
         for key, item in entries.items():
             if not (case_dict and key in runner_attributes):
-                items[key] = _handed_over(state, own_copy(item) if case_dict else item, depth - 1)
+                items[key] = handed_over(own_copy(item) if case_dict else item, depth - 1)
                 changed = changed or items[key] is not item
         if not changed:
             return value
@@ -379,16 +386,21 @@ def call_argument_hider(hidden, hide, class_data):
     """`hand_over(value)` (`_handed_over`), made before the program runs, for each argument of a call into the
     program; `hidden`: `call_guard.hider()`, `hide`: `test_function_hider`, `class_data`: `namespace_keeper`'s."""
     method_type = types.MethodType
-    own_copy = types.MethodType(_own_copy, (type, _CONTAINERS, _PLAIN_KEYS))
+    copier, hander = [], []  # each function's recursion goes through its own bound method, never a module name
+    own_copy = types.MethodType(_own_copy, (type, _CONTAINERS, _PLAIN_KEYS, _one_of, copier))
+    copier.append(own_copy)
     view = types.MethodType(_case_view, (
         hidden, hide, method_type, types.FunctionType, type, type.__dict__["__mro__"].__get__,
         type.__dict__["__dict__"].__get__, object.__getattribute__, method_type.__dict__["__self__"].__get__,
         types.SimpleNamespace, _RUNNER_ATTRIBUTES, class_data, id, dict, own_copy))
-    return types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict, types.SimpleNamespace,
-                                           object.__getattribute__, _RUNNER_ATTRIBUTES, own_copy))
+    hander.append(types.MethodType(_handed_over, (view, hide, type, KeptClass, list, tuple, dict,
+                                                  types.SimpleNamespace, object.__getattribute__, _RUNNER_ATTRIBUTES,
+                                                  own_copy, hander)))
+    return hander[0]
 
 
-def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide):
+def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide, *,
+          configuration=None, kinds=(list, tuple, set, frozenset), dict_=dict):
     """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked, and
     the test's functions in its configuration (a side effect) are replaced by themselves `hide`n. Nothing of the
     program's runs here (the walk runs for the harness, unaudited): a value's type is read with `type()`, never
@@ -399,7 +411,7 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
         return "hand", item.__code__
     if mock_type is not None and is_subclass(type_(item), mock_type):
         state = get_state(item, "__dict__")
-        for name in _MOCK_CONFIGURATION:
+        for name in configuration:
             configured = get(state, name)
             push(configured)
             if hide is not None and configured is not None:
@@ -407,10 +419,11 @@ def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass,
         for child in (get(state, "_mock_children") or {}).values():
             push(child)
         return "mock", item
-    if type_(item) in (list, tuple, set, frozenset):
+    kind = type_(item)
+    if kind is kinds[0] or kind is kinds[1] or kind is kinds[2] or kind is kinds[3]:  # by identity: no `__eq__` runs
         for element in item:
             push(element)
-    elif type_(item) is dict:
+    elif kind is dict_:
         for element in item.values():
             push(element)
     return None, None
@@ -434,7 +447,7 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
     function_type, method_type = types.FunctionType, types.MethodType
     bound = (dict.__setitem__, dict.pop, refused, type, tuple, len, _shown, list.append,
              object.__getattribute__, object.__setattr__, dict, str, object, len)
-    keeper = _keeper(made, program_calling, bound)
+    keeper = _keeper(made, program_calling, bound, _operate, _journal)
     keeper.send(None)
     send = keeper.send
     mock_type = getattr(mock_module, "NonCallableMock", None)
@@ -452,41 +465,48 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
         KeptBuiltins.__getitem__ = method_type(_builtin, state)
         for function in (KeptClass.__new__, KeptClass.__setattr__, KeptClass.__getattr__, _instance_attribute,
                          _instance_set):
-            function.__defaults__ = ((send, refused, object.__setattr__),)
+            function.__defaults__ = ((send, refused, object.__setattr__, _instance_attribute, _instance_set),)
         return made
 
+    # What `hand` and `enter` call, bound now: they run while the program's call does, which may rebind this
+    # module's names (reachable through any of its functions' `__globals__`) and the builtins.
+    walk, list_, set_, len_, id_, type_, is_subclass, is_instance = _walk, list, set, len, id, type, issubclass, isinstance
+    get_state, get, is_program, configuration = object.__getattribute__, dict.get, nearest_code_is_program, _MOCK_CONFIGURATION
+
     def hand(values):
-        stack, seen = list(values), set()
-        while stack and len(seen) < 2000:
+        stack, seen = list_(values), set_()
+        while stack and len_(seen) < 2000:
             item = stack.pop()
-            if id(item) in seen:
+            if id_(item) in seen:
                 continue
-            seen.add(id(item))
-            operation, argument = _walk(item, stack.append, method_type, function_type, mock_type, type, issubclass,
-                                        object.__getattribute__, dict.get, hide)
+            seen.add(id_(item))
+            operation, argument = walk(item, stack.append, method_type, function_type, mock_type, type_, is_subclass,
+                                       get_state, get, hide, configuration=configuration)
             if operation is not None:
                 send((operation, argument, None))
 
+    tuple_, delete_attribute, cannot_delete = tuple, type.__delattr__, (AttributeError, TypeError)
+
     def restore_mocks():
         mocks = send(("mocks", None, None))
-        for mock in mocks if type(mocks) is tuple else ():
-            state = object.__getattribute__(mock, "__dict__")
+        for mock in mocks if type_(mocks) is tuple_ else ():
+            state = get_state(mock, "__dict__")
             for name in method_names & state.keys():
                 del state[name]
-            cls = type(mock)  # a mock's own class: a subclass of its kind, of the same name (`NonCallableMock.__new__`)
+            cls = type_(mock)  # a mock's own class: a subclass of its kind, of the same name (`NonCallableMock.__new__`)
             if cls.__bases__ and cls.__bases__[0].__name__ == cls.__name__:
                 for name in method_names & cls.__dict__.keys():
                     try:
-                        type.__delattr__(cls, name)
-                    except (AttributeError, TypeError):
+                        delete_attribute(cls, name)
+                    except cannot_delete:
                         pass
 
     def enter(fail):
         frame = method_frame()
         code = frame.f_code
         receiver = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
-        receiver = None if isinstance(receiver, type) else receiver  # a class method's class is not a test case
-        if not nearest_code_is_program(frame.f_back, roots):
+        receiver = None if is_instance(receiver, type_) else receiver  # a class method's class is not a test case
+        if not is_program(frame.f_back, roots):
             if receiver is not None:
                 send(("case", receiver, None))  # an instance the test's own code runs its methods on
         elif send(("handed", code, None)) is not True and (

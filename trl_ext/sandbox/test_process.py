@@ -83,7 +83,7 @@ def _module_snapshot(drop_if_new=(), closures=True):
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
     list_, prefixes = list, tuple(name + "." for name in drop_if_new)
     starts, dropped = str.startswith, frozenset(drop_if_new)
-    split_last, get, set_item = str.rpartition, dict.get, dict.__setitem__
+    split_last, get, set_item, refused = str.rpartition, dict.get, dict.__setitem__, (AttributeError, TypeError)
     # Registries whose entries run code later (import finders and hooks, collector callbacks): their contents too.
     registries = [(registry, list(registry)) for registry in (sys.meta_path, sys.path_hooks, gc.callbacks)]
     saved.append((sys.path_importer_cache, dict(sys.path_importer_cache)))  # put back as a namespace is
@@ -120,13 +120,13 @@ def _module_snapshot(drop_if_new=(), closures=True):
                 if name not in snapshot:
                     try:
                         delete_attribute(cls, name)
-                    except (AttributeError, TypeError):
+                    except refused:
                         pass
             for name, value in snapshot.items():
                 if proxy_get(current, name, snapshot) is not value:
                     try:
                         set_attribute(cls, name, value)
-                    except (AttributeError, TypeError):
+                    except refused:
                         pass
         put_back_closures()
         empty_changed_memos()  # a result memoized meanwhile may have read the program's changes
@@ -206,9 +206,12 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     (`call_guard.warm_copies`)."""
     make_namespace, hand, restore_mocks, hand_over, made, (save_cases, restore_cases), context_variables = keeper
     get_profile, set_profile, get_frame = sys.getprofile, sys.setprofile, sys._getframe
+    # What runs at each call into the program (`hide_all`, `hand_to_program`) is bound now: a call from the
+    # program's own code (a test's callback it calls, calling it again) finds the names it rebound meanwhile.
+    tuple_, is_program = tuple, test_namespace.nearest_code_is_program
 
     def hide_all(args, kwargs):  # the test's functions and its case, handed over as arguments, hidden
-        return tuple(hand_over(arg) for arg in args), {key: hand_over(value) for key, value in kwargs.items()}
+        return tuple_(hand_over(arg) for arg in args), {key: hand_over(value) for key, value in kwargs.items()}
     test_globals = harness_does(make_namespace, {**namespace, **genuine, "__name__": "__test__"})
     enter, leave, check_returned = answers
     case_saves = []
@@ -234,7 +237,7 @@ def _guarded_namespace(namespace, genuine, modules, module_type, answers, harnes
     def hand_to_program(args, kwargs):  # the call's arguments, and what the test holds where it calls
         frame = harness_does(get_frame, 1)
         while frame is not None and frame.f_code.co_filename != "<test>":
-            frame = None if test_namespace.nearest_code_is_program(frame, roots) else frame.f_back
+            frame = None if is_program(frame, roots) else frame.f_back
         harness_does(hand, (*args, *kwargs.values(), *(frame.f_locals.values() if frame is not None else ())))
         return harness_does(hide_all, args, kwargs)
 
@@ -280,20 +283,21 @@ def _value_frame_writer(max_value_bytes):
     """`value_frame(code, test_globals)`: one length-prefixed frame of a batch of value tests (what it calls is
     bound now, before the program runs)."""
     eval_, dumps, encode, unencodable, type_ = builtins.eval, json.dumps, encode_value, _Unencodable, type
+    len_, base_exception = len, BaseException
 
     def value_frame(code, test_globals):
         try:
             payload = b"V" + dumps(encode(eval_(code, test_globals))).encode()
-            if len(payload) > max_value_bytes:
+            if len_(payload) > max_value_bytes:
                 payload = f"Uvalue larger than {max_value_bytes} bytes".encode()
         except unencodable as error:
             payload = f"U{error}".encode(errors="replace")[:300]
-        except BaseException as error:  # noqa: BLE001 - this test failed; the next one still runs
+        except base_exception as error:  # noqa: BLE001 - this test failed; the next one still runs
             try:
                 payload = f"Etest:{type_(error).__name__}: {error}".encode(errors="replace")[:300]
-            except BaseException:  # noqa: BLE001 - an exception whose str() raises
+            except base_exception:  # noqa: BLE001 - an exception whose str() raises
                 payload = f"Etest:{type_(error).__name__}".encode()
-        return len(payload).to_bytes(4, "big") + payload
+        return len_(payload).to_bytes(4, "big") + payload
 
     return value_frame
 
@@ -306,14 +310,14 @@ def _in_process_keepers(roots, harness_does):
     calls: `answer_traps.callee_framer`; `argument`, on what it passes; `hide`, on each function of its own it
     hands on; `context`, on what it enters with `with`; `own_any`, on each `ANY` it reads: `own_anything`),
     `own_anything`'s `(own, trap)`, and `context_state.switcher`'s `(enter, leave)` in `keeper`."""
-    get_frame = sys._getframe
+    get_frame, is_program = sys._getframe, test_namespace.nearest_code_is_program  # bound: see `_guarded_namespace`
     made = answer_traps.library_objects_made()
     answers = answer_traps.answer_traps(NotPlainData, roots, harness_does, made)
     fail = answers[3]
     answers += (answer_traps.returned_checker(roots, fail, harness_does),)
 
     def program_calling():
-        return test_namespace.nearest_code_is_program(harness_does(get_frame, 1), roots)
+        return is_program(harness_does(get_frame, 1), roots)
 
     def method_frame():  # harness_does <- method_frame <- enter <- enter_method <- the test's method
         return harness_does(get_frame, 4)
