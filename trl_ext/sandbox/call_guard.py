@@ -46,8 +46,8 @@ def context(modules, test_namespace, answers, versions=None, harness_does=None, 
     if context_variables is None:
         context_variables = (lambda: None, lambda entered: None)
     harness_does = harness_does or (lambda function, *args: function(*args))
-    tags = ({} if copies is None else dict(copies), versions[0], versions[1], harness_does, gc.get_referents, context_variables,
-            memo_finder(versions[0], harness_does), EMPTY_MEMO, (versions[2], operator.is_, len, tuple))
+    tags = ({} if copies is None else dict(copies), versions[0], versions[1], harness_does, gc.get_referents,
+            context_variables, memo_finder(versions[0], harness_does), EMPTY_MEMO, (versions[2], operator.is_, len, tuple))
     return (modules, test_namespace, registries, gc.disable, _HEAP_TYPE, dict, list, dict.items, dict.values,
             dict.clear, dict.update, dict.get, type.__dict__["__flags__"].__get__,
             type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__, issubclass, type, getattr,

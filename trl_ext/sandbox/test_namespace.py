@@ -142,7 +142,7 @@ def _keeper(shown_dict, program_calling, bound, operate, journal_of, *, exceptio
 
 
 def _operate(message, program_calling, bound, kept, handed, mocks, mock_ids, cases, shown_dict, journal, *,
-             journal_of=None, id_=id):
+             journal_of, id_=id):
     (set_item, pop_item, refused, type_, tuple_, len_, shown, append) = bound[:8]
     answer = None
     operation, argument, value = message if type_(message) is tuple_ and len_(message) == 3 else (None,) * 3
@@ -400,7 +400,7 @@ def call_argument_hider(hidden, hide, class_data):
 
 
 def _walk(item, push, method_type, function_type, mock_type, type_, is_subclass, get_state, get, hide, *,
-          configuration=None, kinds=(list, tuple, set, frozenset), dict_=dict):
+          configuration, kinds=(list, tuple, set, frozenset), dict_=dict):
     """One step of `hand`'s walk: a function's code is handed; a mock's configuration and children are walked, and
     the test's functions in its configuration (a side effect) are replaced by themselves `hide`n. Nothing of the
     program's runs here (the walk runs for the harness, unaudited): a value's type is read with `type()`, never
@@ -470,8 +470,9 @@ def namespace_keeper(roots, program_calling, mock_module, method_frame, hide=Non
 
     # What `hand` and `enter` call, bound now: they run while the program's call does, which may rebind this
     # module's names (reachable through any of its functions' `__globals__`) and the builtins.
-    walk, list_, set_, len_, id_, type_, is_subclass, is_instance = _walk, list, set, len, id, type, issubclass, isinstance
-    get_state, get, is_program, configuration = object.__getattribute__, dict.get, nearest_code_is_program, _MOCK_CONFIGURATION
+    walk, list_, set_, len_, id_, type_ = _walk, list, set, len, id, type
+    is_subclass, is_instance, get_state, get = issubclass, isinstance, object.__getattribute__, dict.get
+    is_program, configuration = nearest_code_is_program, _MOCK_CONFIGURATION
 
     def hand(values):
         stack, seen = list_(values), set_()
