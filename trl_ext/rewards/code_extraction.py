@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
+from ..sandbox.parsing import parse
+
 __all__ = ["defines", "extract_cpp_code", "extract_python_code"]
 
 _PYTHON_FENCE_TAGS = frozenset({"python", "py", "python3", "py3"})
@@ -40,7 +42,7 @@ def extract_cpp_code(text: str) -> str:
 def defines(code: str, name: str) -> bool:
     """Whether `code` parses and defines `name` at its top level (a function, class or assignment)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except (SyntaxError, ValueError):
         return False
     for node in tree.body:

@@ -18,6 +18,7 @@ import ast
 from functools import lru_cache
 
 from .instrumentation import RUNNER_END, _called_name, _is_assertion_call, _literal, _NOT_LITERAL
+from .parsing import parse
 
 __all__ = ["can_check"]
 
@@ -31,7 +32,7 @@ _FIXTURE_METHODS = ("setUp", "setUpClass", "tearDown", "tearDownClass")
 def can_check(source: str) -> bool:
     """Whether the statement test `source` (a format's runner before `RUNNER_END` is not read) reaches a check."""
     try:
-        tree = ast.parse(source.rpartition(RUNNER_END)[2])
+        tree = parse(source.rpartition(RUNNER_END)[2])
     except SyntaxError:
         return True  # the harness reports the syntax error: a failure, not "cannot judge"
     functions: dict[str, list[ast.AST]] = {}

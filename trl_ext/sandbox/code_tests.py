@@ -19,6 +19,7 @@ from .check_sites import can_check
 from .cpp_headers import first_standard_include, precompiled_header_dir, precompiled_headers_root
 from .harness import HARNESS_MODULES
 from .instrumentation import _NOT_LITERAL, _imports, _instrumented, _literal, guarded_expression, judged_apart
+from .parsing import parse
 
 __all__ = [
     "DEFAULT_CPP_FLAGS",
@@ -87,7 +88,7 @@ def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
     names = set()
     for test in tests:
         if test.kind == "statement":
-            names.update(module.partition(".")[0] for module in _imports(ast.parse(test.source)))
+            names.update(module.partition(".")[0] for module in _imports(parse(test.source)))
     return frozenset(names)
 
 
@@ -95,7 +96,7 @@ def imported_modules(tests: Sequence[CodeTest]) -> frozenset[str]:
 def assert_test(source: str) -> CodeTest:
     """A `CodeTest` for one Python test statement; raises `SyntaxError` if it does not parse."""
     source = textwrap.dedent(source).strip()
-    tree = ast.parse(source)
+    tree = parse(source)
     if len(tree.body) == 1 and isinstance(tree.body[0], ast.Assert):
         test = tree.body[0].test
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _AST_OPERATORS:

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from .test_process import JUDGE_CONSTANT
+from .parsing import parse
 
 __all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
            "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "OWN_ANY_FUNCTION",
@@ -402,7 +403,7 @@ def guarded_expression(source: str) -> str:
     computes with guarded as an assert's are (`_ValueGuard`): `abs(f(x) - 3.5)` subtracts plain numbers. An
     expression that does not parse goes as it is (the harness reports it)."""
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = parse(source, mode="eval")
     except SyntaxError:
         return source
     return ast.unparse(ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_ValueGuard().visit(tree))))
@@ -436,7 +437,7 @@ def judged_apart(source: str) -> bool:
     KodCode's runner stands in), none that it would have to share with the program's process, and uses no name
     that patches, captures or shares files with it; a format's runner before `RUNNER_END` is not read. Other tests
     run in the program's process, guarded (`test_process`)."""
-    tree = ast.parse(source.rpartition(RUNNER_END)[2])
+    tree = parse(source.rpartition(RUNNER_END)[2])
     standard = set(sys.stdlib_module_names) - _SHARED_WITH_THE_PROGRAM
     for name in _imports(tree):
         top = name.partition(".")[0]
@@ -457,7 +458,7 @@ def instrument_checks(source: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _instrumented(source: str) -> tuple[str, tuple[str, ...]]:
-    tree = ast.parse(source)
+    tree = parse(source)
     imports = _imports(tree) | _reached_modules(tree)
     tree = _InnerFunctionsHidden().visit(_CallsFramed().visit(_CheckInstrumenter().visit(tree)))
     tree = ast.fix_missing_locations(_JudgeNamesAsConstants().visit(_OwnAnything().visit(tree)))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ...sandbox.parsing import parse
 from ...sandbox.testing import Checker, CodeTest
 
 
@@ -132,7 +133,7 @@ def _names_test_case(base: ast.expr) -> bool:
 @lru_cache(maxsize=1024)
 def _parse(source: str, what: str) -> ast.Module:
     try:
-        return ast.parse(source)
+        return parse(source)
     except SyntaxError as error:
         raise TestsFormatError(f"{what} does not parse ({error.msg}, line {error.lineno})") from None
 
@@ -141,7 +142,7 @@ def _parse(source: str, what: str) -> ast.Module:
 def _test_code_kind(source: str) -> str:
     """What a `test` column's code is: "unittest", "pytest", "check" (defines check()), or "asserts"."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return "unreadable"
     top = tree.body
