@@ -9,8 +9,8 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-from .test_process import JUDGE_CONSTANT
 from .parsing import parse
+from .test_process import JUDGE_CONSTANT
 
 __all__ = ["ARGUMENT_FUNCTION", "CALL_FUNCTION", "CASE_CLASS", "CHECK_FUNCTION", "COMPARE_FUNCTION", "CONTEXT_FUNCTION",
            "ENTER_FUNCTION", "FAIL_FUNCTION", "HIDE_FUNCTION", "JUDGE_CONSTANT", "JUDGE_NAMES", "OWN_ANY_FUNCTION",

@@ -15,7 +15,7 @@ import threading
 
 __all__ = ["parse"]
 
-_ONE_AT_A_TIME = threading.Lock()
+_ONE_AT_A_TIME = threading.RLock()  # reentrant: a finalizer that parses while its thread parses must not hang
 
 
 def parse(source: str, mode: str = "exec") -> ast.AST:
