@@ -233,3 +233,33 @@ def test_a_reused_sandbox_starts_each_program_clean(backend):
     finally:
         close_servers(sandbox)
     assert leftover_processes(first.run_id) == []
+
+
+READ_CAPABILITIES = (  # in an interpreter the program starts: ctypes is refused to the program itself
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None)\n"
+    "bounding = [c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1]\n"  # PR_CAPBSET_READ
+    "header, sets = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()\n"
+    "libc.capget(header, sets)\n"
+    "print(bounding, list(sets))\n"
+)
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
+def test_a_program_and_what_it_starts_hold_no_capability(backend, reuse):
+    # No capability in the effective, permitted or inheritable sets, and none left in the bounding set, for the
+    # program's process and what it executes: under a user namespace and in privileged mode (uid 0), where the
+    # harness empties the bounding set its programs inherit.
+    program = (
+        "import subprocess, sys\n"
+        f"READ = {READ_CAPABILITIES!r}\n"
+        "def capabilities():\n"
+        "    return subprocess.run([sys.executable, '-I', '-c', READ], capture_output=True, text=True).stdout\n"
+    )
+    sandbox = Sandbox(SandboxLimits(memory=256 << 20), isolation=backend)
+    try:
+        report = run_code_tests(program, [CodeTest("value", "capabilities()", expected="[] [0, 0, 0, 0, 0, 0]\n")],
+                                sandbox=sandbox, timeout=4.0, reuse=reuse)
+    finally:
+        close_servers(sandbox)
+    assert [outcome.passed for outcome in report.outcomes] == [True], report

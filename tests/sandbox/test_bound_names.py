@@ -57,8 +57,8 @@ MADE_BEFORE_THE_PROGRAM = {
     "plain_data": {"make_comparisons", "value_types", "array_types", "_known_checker"},
     "code_provenance": {"library_roots", "library_roots.<locals>.<listcomp>", "library_roots.<locals>.<setcomp>"},
 }
-# Not listed, as the program never runs while their code does: `harness` (the process that forks test processes),
-# `program_isolation` and `one_thread` (set up before the program runs), `judge_side` (the judge's process, apart
+# Not listed, as the program never runs while their code does: `harness` and `test_ends` (the process that forks
+# test processes), `program_isolation` and `one_thread` (set up before the program runs), `judge_side` (the judge's process, apart
 # from the program's) and `test_records` (read by the trainer).
 
 

@@ -84,3 +84,20 @@ def test_the_tests_own_any_compares_as_it_is_and_no_other():
     assert compare({"id": 3, "name": "y"}, "==", {"id": own, "name": "x"}) is False
     assert compare({"id": 3, "name": mock.ANY}, "==", {"id": own, "name": "x"}) is False  # the library's own ANY
     assert compare([Anything()], "==", [own]) is False  # a program's class is still refused
+
+
+def test_trust_adds_for_this_test_alone_and_the_known_classes_stay_as_they_are():
+    # The harness hands every test process its one frozen set of known classes (`_known_types`): a comparison
+    # made from it reads it, never copies or changes it, so what a test trusts stays its own.
+    class Tolerance:  # a class the test trusts, as it trusts `pytest.approx`
+        def __eq__(self, other):
+            return abs(other - 7) < 1e-3
+
+    known = frozenset(value_types())
+    compare, _, _, trust = make_comparisons(known)
+    assert compare(7.0001, "==", Tolerance()) is False  # not trusted yet: refused
+    assert trust(Tolerance) is Tolerance
+    assert compare(7.0001, "==", Tolerance()) is True
+    assert compare(8, "==", Tolerance()) is False
+    assert Tolerance not in known
+    assert make_comparisons(known)[0](7.0001, "==", Tolerance()) is False  # another test's comparisons: not trusted

@@ -343,8 +343,9 @@ def _bwrap_arguments(
         ]
     if harness:
         # The test harness alone keeps CAP_SYS_ADMIN (in the sandbox's user namespace where there is one), to put
-        # each program in namespaces of its own (`program_isolation`); each program drops it before it runs.
-        arguments += ["--cap-add", "CAP_SYS_ADMIN"]
+        # each program in namespaces of its own (`program_isolation`), and CAP_SETPCAP, to empty the bounding set
+        # its programs' processes inherit; each program drops both before it runs.
+        arguments += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
     arguments += [
         "--die-with-parent",
         "--new-session",  # no controlling terminal to push input into (TIOCSTI)

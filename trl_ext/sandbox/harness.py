@@ -51,10 +51,10 @@ import time
 import warnings
 
 if __package__:  # imported by the trainer (`trl_ext.sandbox.harness`)
-    from . import one_thread, program_isolation
+    from . import one_thread, program_isolation, test_ends
     from .plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401 - decode_value: API
     from .test_process import _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot, _names_in
-    from .test_records import _exec_record, _frames, _record, _value_records
+    from .test_records import _exec_record, _record, _value_records
 else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_MODULES`)
     # Numerical libraries start no thread pool of their own: a test process running the program allows one thread.
     for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -63,15 +63,17 @@ else:  # the script inside the sandbox, beside copies of its modules (`HARNESS_M
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import one_thread
     import program_isolation
+    import test_ends
     from plain_data import _write_all, decode_value, encode_value, value_types  # noqa: F401
     from test_process import _child, _exec_child, _genuine_names, _judged_apart, _module_snapshot, _names_in
-    from test_records import _exec_record, _frames, _record, _value_records
+    from test_records import _exec_record, _record, _value_records
 
 # The files `run_code_tests` copies into the sandbox: this script, then the modules it imports.
-HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "judge_side.py",
-                   "one_thread.py", "call_guard.py", "answer_traps.py", "lasting_code.py", "test_namespace.py",
-                   "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py", "masked_positions.py",
-                   "library_closures.py", "dispatch_hooks.py", "context_state.py", "dict_versions.py")
+HARNESS_MODULES = ("harness.py", "plain_data.py", "test_process.py", "program_isolation.py", "test_ends.py",
+                   "judge_side.py", "one_thread.py", "call_guard.py", "answer_traps.py", "lasting_code.py",
+                   "test_namespace.py", "audit_hook.py", "test_records.py", "code_provenance.py", "own_anything.py",
+                   "masked_positions.py", "library_closures.py", "dispatch_hooks.py", "context_state.py",
+                   "dict_versions.py")
 
 # Standard-library modules a test may name, minus those with side effects on import.
 _IMPORTABLE_STDLIB = frozenset(name for name in sys.stdlib_module_names if not name.startswith("_") and name not in {
@@ -84,6 +86,7 @@ def _compile(spec, private_pids, isolation=None):
     `#include "/proc/1/fd/0"` must find nothing), except that it writes its output in the working directory."""
     output_read, output_write = os.pipe()
     failure_read, failure_write = os.pipe()
+    test_ends.settle()
     started = time.monotonic()
     try:
         pid = os.fork()
@@ -135,65 +138,18 @@ def _compile(spec, private_pids, isolation=None):
                 break
             if len(diagnostics) < spec["max_output"]:
                 diagnostics += chunk[: spec["max_output"] - len(diagnostics)]
-    status = None if timed_out else _wait_until(pid, deadline)
+    status = None if timed_out else test_ends.wait_until(pid, deadline)
     timed_out = timed_out or status is None
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if _private_pid_namespace(private_pids):
-        try:
-            os.kill(-1, signal.SIGKILL)  # cc1plus and friends, whatever group they ended up in
-        except ProcessLookupError:
-            pass
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    _reap(until_none_left=_private_pid_namespace(private_pids))
+    status = test_ends.end(pid, {"private_pids": private_pids}, status, all_answered=False)  # cc1plus and friends too
     os.close(output_read)
     ok = not timed_out and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    failure = _reported_failure(failure_read, failure_write)
+    failure = test_ends.reported_failure(failure_read, failure_write)
     return {  # a failure the isolating process reported is the judge's (rerun) or the isolation's, never the program's
         "status": failure[0] if failure is not None else "ok" if ok else "compile_timeout" if timed_out
         else "compile_error",
         "seconds": round(time.monotonic() - started, 3),
         "diagnostics": diagnostics.decode(errors="replace")[-2000:],
     }
-
-
-def _wait_until(pid, deadline):
-    """The child's wait status once it exits (its pipes may close a moment before), or None at the deadline."""
-    while True:
-        finished, status = os.waitpid(pid, os.WNOHANG)
-        if finished:
-            return status
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.0005)
-
-
-def _private_pid_namespace(claimed):
-    # kill(-1) outside a PID namespace would signal every process of this user on the host: double-check.
-    return claimed and os.getpid() in (1, 2)
-
-
-def _reap(until_none_left=False):
-    """Collect ended children; the harness is the subreaper of its tests (`main`), so a test's orphans come here.
-    `until_none_left` (every other process of a private PID namespace was just killed): wait, for a while, until
-    all are gone, so that the next program starts with none of the last one's processes counted against its
-    limits (a fork bomb's dying processes would otherwise refuse its forks)."""
-    deadline = time.monotonic() + _REAP_SECONDS
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            if not until_none_left or time.monotonic() > deadline:
-                return
-            time.sleep(0.0005)
-
-
-_REAP_SECONDS = 2.0
 
 
 def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules, known_types=(), binary=None,
@@ -204,6 +160,7 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     Python code. With `plan["isolation"]`, the test runs in namespaces of its own (`program_isolation`). Kind
     "values" (`test_code` a list): consecutive value tests in one process, as the datasets' own harnesses run a
     program's asserts, each with its own timeout; returns a list of records (None: not reached)."""
+    test_ends.settle()
     timeout, max_output = plan["timeout"], plan["max_output"]
     count = len(test_code) if kind == "values" else 1
     result_read, result_write = os.pipe()
@@ -252,14 +209,12 @@ def _run_test(kind, solution_code, test_code, stdin_text, plan, restore_modules,
     buffers = {result_read: (result, (plan["max_value"] + 512) * count, "value_too_large")}
     if stdout_read is not None:
         buffers[stdout_read] = (output, max_output, "output_limit")
-    status, reason = _collect(pid, buffers, timeout, result if kind == "values" else None, count)
-    _end_test_process(pid, plan)
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    _reap(until_none_left=_private_pid_namespace(plan["private_pids"]))
+    frames = result if kind == "values" else None
+    status, reason = test_ends.collect(pid, buffers, timeout, frames, count)
+    status = test_ends.end(pid, plan, status, all_answered=frames is not None and test_ends.answered(frames) >= count)
     for fd in buffers:
         os.close(fd)
-    failure = _reported_failure(failure_read, failure_write)
+    failure = test_ends.reported_failure(failure_read, failure_write)
     if failure is not None:
         reason, error = failure
         record = {"loaded": False, "status": "failed", "reason": reason, "error": error}
@@ -310,79 +265,6 @@ class _TestBody:
                self.cpu_seconds, plan["max_value"])
 
 
-def _collect(pid, buffers, timeout, frames=None, count=1):
-    """Read the test process's pipes (`buffers`: fd -> (buffer, limit, reason past the limit)) until they close,
-    the deadline passes or a limit is exceeded; `(wait status or None, reason or None)`. With `frames` (the result
-    buffer of a batch of value tests), each answered test starts the next one's timeout, and the last one ends it."""
-    open_fds = set(buffers)
-    result = frames
-    deadline = time.monotonic() + timeout
-    status = exited_at = reason = None
-    reported = 0
-    while open_fds:
-        now = time.monotonic()
-        if now >= deadline:
-            return status, "timeout"
-        if status is None:
-            finished, wait_status = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                status, exited_at = wait_status, now
-        if exited_at is not None and now > exited_at + 0.2:
-            break  # the child is gone; a process it left behind holds the pipes
-        ready, _, _ = select.select(list(open_fds), [], [], min(deadline - now, 0.05))
-        for fd in ready:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                open_fds.discard(fd)
-                continue
-            buffer, limit, overflow_reason = buffers[fd]
-            buffer += chunk
-            if len(buffer) > limit:
-                del buffer[limit:]
-                reason = overflow_reason
-        answered = len(_frames(result[1:])[0]) if result is not None and result.startswith(b"L") else 0
-        if answered >= count:  # every value came: the process is killed, not waited for
-            return status, None
-        if answered > reported:  # a test answered: the next one's timeout starts now
-            reported, deadline = answered, time.monotonic() + timeout
-        if reason:
-            return status, reason
-    if status is None:
-        status = _wait_until(pid, deadline)
-        reason = None if status is not None else "timeout"
-    return status, reason
-
-
-def _end_test_process(pid, plan):
-    """Kill the test process's group, and under a private PID namespace every process but the harness."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if _private_pid_namespace(plan["private_pids"]):
-        try:
-            os.kill(-1, signal.SIGKILL)  # everything but the harness (and bubblewrap's init): no leftovers
-        except ProcessLookupError:
-            pass
-
-
-def _reported_failure(failure_read, failure_write):
-    """`("isolation_unavailable" | "judge_fault", why)` when the namespaces could not be made or a process of the
-    judge could not start, or None; closes the failure pipe (see `run_isolated`)."""
-    os.close(failure_write)
-    os.set_blocking(failure_read, False)
-    try:
-        data = os.read(failure_read, 512)
-    except BlockingIOError:
-        data = b""
-    finally:
-        os.close(failure_read)
-    kinds = {program_isolation.ISOLATION_FAILED: "isolation_unavailable", program_isolation.JUDGE_FAULT: "judge_fault"}
-    if data[:1] not in kinds:
-        return None
-    return kinds[data[:1]], data[1:].decode(errors="replace")
-
-
 def _refuse_signal_handlers():
     """`signal.signal` accepts only SIG_DFL and SIG_IGN: a Python handler receives the interrupted frame."""
     import _signal
@@ -414,6 +296,7 @@ def main(argv):
     _judge_program(plan, source, sys.stdout.buffer, remove=(plan_path, solution_path))
     sys.stdout.buffer.write(b'{"done": true}\n')  # the trainer knows the harness finished (a fault otherwise)
     sys.stdout.buffer.flush()
+    test_ends.settle()
 
 
 def _serve(script):
@@ -445,8 +328,8 @@ def _serve(script):
             # only once it is empty.
             report.write(b'{"done": true}\n')
             report.flush()
-            program_isolation.clean_up_between_programs(plan, _private_pid_namespace(plan["private_pids"]),
-                                                        lambda: _reap(until_none_left=True))
+            program_isolation.clean_up_between_programs(  # what it kills is waited for before the next fork
+                plan, test_ends.private_pid_namespace(plan["private_pids"]), test_ends.reap_later)
 
 
 def _remove_own_files(script):
@@ -465,6 +348,8 @@ def _judge_program(plan, source, report, remove=()):
         if flush:
             report.flush()
 
+    if plan.get("isolation"):
+        program_isolation.empty_bounding_set()  # once: the programs' processes inherit it
     tests = plan["tests"]
     binary = None
     if plan.get("language") == "cpp":

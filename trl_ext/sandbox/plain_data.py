@@ -191,9 +191,9 @@ def array_types():
     return tuple(found)
 
 
-def _known_checker(known_types, opaque_types, own_anything):
-    """`known(item)`: whether `item` may take part in a comparison as it is (`make_comparisons`); `known_types` is
-    the set `trust` adds to."""
+def _known_checker(known_types, trusted, opaque_types, own_anything):
+    """`known(item)`: whether `item` may take part in a comparison as it is (`make_comparisons`); `trusted` is the
+    set `trust` adds to."""
     is_instance, type_of, object_type, forwarding = isinstance, type, object, _FORWARDING_TYPES
     mro_of = type.__dict__["__mro__"].__get__
     by_identity, containers, max_items = _COMPARED_AS_THEY_ARE, (list, tuple, set, frozenset), 200_000
@@ -217,7 +217,7 @@ def _known_checker(known_types, opaque_types, own_anything):
             elif kind in containers:
                 stack.extend(current)
             elif is_instance(current, forwarding + opaque_types) or not all_(
-                    cls in known_types or cls is object_type for cls in mro_of(kind)) or (
+                    cls in known_types or cls in trusted or cls is object_type for cls in mro_of(kind)) or (
                     current is not own_anything and equals_anything(current)):
                 return False
         return True
@@ -259,7 +259,10 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
         _FORWARDING_TYPES, NotPlainData
     is_instance, type_of, any_, opaque_types, bool_ = isinstance, type, any, tuple(opaque_types), bool
     not_encoded = (unencodable, RecursionError, ValueError, TypeError)
-    known = _known_checker(known_types, opaque_types, own_anything)
+    # `known_types` is read, never copied or changed: a set of every class the loaded modules hold, shared with
+    # the harness's other forks (copying it would write each class's reference count, a page copied per class).
+    trusted = set()
+    known = _known_checker(known_types, trusted, opaque_types, own_anything)
     operators = {
         "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
         ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "in": lambda a, b: a in b,
@@ -282,7 +285,7 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
     def answers_itself(item):
         # A class the program wrote (unknown, made by a `class` statement) with its own comparison or arithmetic.
         for cls in mro_of(type_of(item)):
-            if type_flags(cls) & heap and cls not in known_types:
+            if type_flags(cls) & heap and cls not in known_types and cls not in trusted:
                 if any_(name in own_answer for name in vars_of(cls)):
                     return True
         return False
@@ -313,7 +316,7 @@ def make_comparisons(known_types, opaque_types=(), own_anything=None):
         return item
 
     def trust(cls):
-        known_types.add(cls)
+        trusted.add(cls)
         return cls
 
     return compare, truth, value, trust

@@ -18,9 +18,10 @@ program, each program runs like this (`run_isolated`, called in a child the harn
 - **IPC namespace**: System V objects and POSIX message queues start empty and end with the program.
 - **Keys**: a session keyring of its own; the harness empties the keyrings every process of the uid shares
   between programs (`clear_keyrings`).
-- **No capabilities**: C and I need CAP_SYS_ADMIN to set this up (the harness alone is given it); the program's
-  process drops every capability (effective, permitted, inheritable, ambient and the bounding set) and sets
-  `no_new_privs` before it runs. It holds only the file descriptors its test gives it.
+- **No capabilities**: C and I need CAP_SYS_ADMIN to set this up (the harness alone is given it, with CAP_SETPCAP
+  to empty the bounding set every process it forks inherits, `empty_bounding_set`); the program's process drops
+  every other capability (effective, permitted, inheritable, ambient) and sets `no_new_privs` before it runs. It
+  holds only the file descriptors its test gives it.
 
 I, the namespace's init, closes every file descriptor, waits for the program and exits as it did; when I exits
 the kernel kills whatever the program left in its namespace.
@@ -33,7 +34,7 @@ import signal
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x2000, 0x4000, 0x40000
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_READ, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 23, 24, 47, 4
 PR_SET_DUMPABLE = 4
 _KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -162,14 +163,39 @@ def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
     os.chdir(working_directory)  # the new tmpfs, not the directory it covers
 
 
+def _bounding_set():
+    """The capabilities in this process's bounding set (PR_CAPBSET_READ until EINVAL, past the last one the kernel
+    knows). A bounding set only ever shrinks, and a forked process inherits it."""
+    held = []
+    for capability in range(64):
+        answer = _libc.prctl(PR_CAPBSET_READ, capability, 0, 0, 0)
+        if answer < 0:
+            break
+        if answer:
+            held.append(capability)
+    return held
+
+
+_BOUNDING_SET = _bounding_set()
+
+
+def empty_bounding_set():
+    """Drop every capability from the harness's bounding set, once (it keeps those it holds: a bounding set limits
+    what an `execve` or `capset` could add, and the harness adds none). Each process it forks for a program inherits
+    the empty set, so `drop_capabilities` has nothing left to drop from it there: one call per capability fewer in
+    each of them, where each call writes pages a forked process would otherwise not copy."""
+    for capability in _BOUNDING_SET:
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _BOUNDING_SET[:] = _bounding_set()
+
+
 def drop_capabilities():
     """Give up every capability (bounding set, ambient, effective/permitted/inheritable), and any way back to one
     (`no_new_privs`: no setuid or file capability takes effect)."""
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    for capability in range(64):
-        if _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: past last
-            break
+    for capability in _BOUNDING_SET:  # refused without CAP_SETPCAP: no capability is left to use it (below)
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
     header, nothing = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3, all zero
     _check(_libc.capset(ctypes.byref(header), nothing), "capset")
 

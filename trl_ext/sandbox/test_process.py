@@ -81,7 +81,7 @@ def _module_snapshot(drop_if_new=(), closures=True):
     empty_changed_memos = call_guard.memo_emptier([copy for _, copy in saved + classes], _VERSIONS)
     clear, update, pop, proxy_get = dict.clear, dict.update, dict.pop, type(type.__dict__).get
     class_dict, set_attribute, delete_attribute = type.__dict__["__dict__"].__get__, type.__setattr__, type.__delattr__
-    list_, prefixes = list, tuple(name + "." for name in drop_if_new)
+    list_, len_, prefixes = list, len, tuple(name + "." for name in drop_if_new)
     starts, dropped = str.startswith, frozenset(drop_if_new)
     split_last, get, set_item, refused = str.rpartition, dict.get, dict.__setitem__, (AttributeError, TypeError)
     # Registries whose entries run code later (import finders and hooks, collector callbacks): their contents too.
@@ -107,7 +107,11 @@ def _module_snapshot(drop_if_new=(), closures=True):
             update(namespace, snapshot)
         # A submodule the solution loaded (`matplotlib.pyplot` loads `matplotlib.backend_bases`) stays loaded, so
         # it stays an attribute of its package, as importing it made it: the test sees what `sys.modules` holds.
-        for name in list_(modules):
+        # (`modules` holds all of `saved_modules` now: with no name but `solution` added, there is none to walk.)
+        added = len_(modules) - len_(saved_modules)
+        if "solution" in modules and "solution" not in saved_modules:
+            added -= 1
+        for name in list_(modules) if added > 0 else ():
             if name in saved_modules:
                 continue
             parent, dot, child = split_last(name, ".")
@@ -372,7 +376,7 @@ def _child(kind, solution_code, test_code, genuine, restore_modules, known_types
     # `unittest.mock.ANY` (`own_anything`), the one object equal to anything its comparisons take.
     answers, keeper, judges, (own_any, trap_any) = (
         _in_process_keepers(roots, harness_does) if kind == "statement" else (None, None, {}, (None, None)))
-    compare, truth, value, trust = make_comparisons(set(known_types), own_anything=own_any)
+    compare, truth, value, trust = make_comparisons(known_types, own_anything=own_any)
     test_code = harness_does(_bind_judge_functions, test_code, count_check, compare, truth, value, trust, **judges)
     guarded_namespace, disable_collection = _guarded_namespace, gc.disable
     solution_module = module_type("solution")
@@ -498,7 +502,7 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
         def count_check():
             checks[0] += 1
 
-        compare, truth, value, trust = make_comparisons(set(known_types), judge_side.OPAQUE_TYPES)
+        compare, truth, value, trust = make_comparisons(known_types, judge_side.OPAQUE_TYPES)
         test_globals = dict(genuine)
         test_globals.update({"__name__": "__test__", "__builtins__": dict(builtins.__dict__)})
         test_code = _bind_judge_functions(test_code, count_check, compare, truth, value, trust)
