@@ -5,6 +5,7 @@ process behind, and changes nothing outside the sandbox. Python and C++ programs
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -263,3 +264,31 @@ def test_a_program_and_what_it_starts_hold_no_capability(backend, reuse):
     finally:
         close_servers(sandbox)
     assert [outcome.passed for outcome in report.outcomes] == [True], report
+
+
+DEV_PROBE = (
+    "import os\n"
+    "def dev():\n"
+    "    try:\n        open('/dev/planted', 'w')\n        writable = True\n"
+    "    except OSError:\n        writable = False\n"
+    "    left = os.listdir('/dev/shm')\n"
+    "    open('/dev/shm/left-by-the-last-program', 'w').write('x')\n"
+    "    return sorted(os.listdir('/dev')), writable, left, os.listdir('/tmp'), open('/dev/zero', 'rb').read(2)\n"
+)
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh", "reused"])
+def test_each_program_gets_a_read_only_dev_of_device_nodes_and_a_dev_shm_of_its_own(backend, reuse):
+    # A reused sandbox binds every program's /dev from one read-only template the harness made in its own /tmp:
+    # the program sees the device nodes and an empty /dev/stdin, cannot add to /dev, finds nothing the last
+    # program left in /dev/shm, and does not see the template (its /tmp is a tmpfs of its own).
+    devices = sorted([name for name in ("full", "null", "random", "tty", "urandom", "zero")
+                      if os.path.exists("/dev/" + name)] + ["shm", "stdin"])
+    expected = (devices, False, [], [], b"\0\0")
+    sandbox = Sandbox(SandboxLimits(memory=256 << 20), isolation=backend)
+    try:
+        reports = [run_code_tests(DEV_PROBE, [CodeTest("value", "dev()", expected=expected)], sandbox=sandbox,
+                                  timeout=4.0, reuse=reuse) for _ in range(2)]
+    finally:
+        close_servers(sandbox)
+    assert [[outcome.passed for outcome in report.outcomes] for report in reports] == [[True], [True]], reports

@@ -348,8 +348,9 @@ def _judge_program(plan, source, report, remove=()):
         if flush:
             report.flush()
 
-    if plan.get("isolation"):
-        program_isolation.empty_bounding_set()  # once: the programs' processes inherit it
+    if plan.get("isolation"):  # once: the programs' processes inherit the one, and bind their /dev from the other
+        program_isolation.empty_bounding_set()
+        program_isolation.make_dev_template()
     tests = plan["tests"]
     binary = None
     if plan.get("language") == "cpp":

@@ -12,8 +12,9 @@ program, each program runs like this (`run_isolated`, called in a child the harn
 - **No `/proc`**: an empty read-only file system lies over it. No `/proc/<pid>/fd` to reopen another process's
   pipes, no `/proc/self/mem` to read the process's own memory, however the path is spelled.
 - **Fresh writable places**: `/tmp`, the working directory, the home directory (each a new size-capped tmpfs;
-  read-only mounts below them, such as the Python installation, are bound again), `/dev` (a new read-only tmpfs
-  with the usual device nodes, and a new size-capped `/dev/shm`). They live as long as the program's mount
+  read-only mounts below them, such as the Python installation, are bound again), `/dev` (read-only, with the
+  usual device nodes and `/dev/stdin`, bound from a template the harness makes once, or made for the test where
+  it has input; and a new size-capped `/dev/shm`). They live as long as the program's mount
   namespace: when its last process ends, the kernel frees them. Nothing one program writes is there for the next.
 - **IPC namespace**: System V objects and POSIX message queues start empty and end with the program.
 - **Keys**: a session keyring of its own; the harness empties the keyrings every process of the uid shares
@@ -127,9 +128,10 @@ def _cover(directory, size, points):
         os.close(old)
 
 
-def _fresh_dev(staging, size, stdin):
+def _fresh_dev(staging, size, stdin, move_to="/dev"):
     """A new read-only /dev holding the usual device nodes (bound from the old one), `/dev/stdin` (a file holding
-    the test's input: there is no /proc for the usual link to it) and a new /dev/shm."""
+    the test's input: there is no /proc for the usual link to it) and a new /dev/shm (with `size`; with 0, an
+    empty directory). Made at `staging` and moved to `move_to` (None: left at `staging`)."""
     os.mkdir(staging)
     _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NOEXEC, f"size={(64 << 10) + len(stdin)},mode=755")
     for name in _DEVICES:
@@ -139,10 +141,40 @@ def _fresh_dev(staging, size, stdin):
     with open(os.path.join(staging, "stdin"), "wb") as file:  # no /proc, so no /dev/stdin -> /proc/self/fd/0
         file.write(stdin)
     os.mkdir(os.path.join(staging, "shm"))
-    _mount("tmpfs", os.path.join(staging, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    if size:
+        _mount("tmpfs", os.path.join(staging, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     _mount(None, staging, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
-    _mount(staging, "/dev", None, MS_MOVE)
-    os.rmdir(staging)
+    if move_to is not None:
+        _mount(staging, move_to, None, MS_MOVE)
+        os.rmdir(staging)
+
+
+_DEV_TEMPLATE = "/tmp/.trl-ext-dev-template"
+_DEV_TEMPLATE_TRIED = []  # [whether it was made], once the harness tried (`make_dev_template`)
+
+
+def make_dev_template():
+    """Once, in a mount namespace of the harness's own: a read-only tmpfs at `_DEV_TEMPLATE` holding the usual
+    device nodes (bound from /dev), an empty `stdin` and an empty `shm`. Each program's /dev is then bound from it
+    with a new /dev/shm (`_dev_from_template`): two mounts per program instead of eleven. It lies in the harness's
+    /tmp, which every program's own /tmp covers. Where it cannot be made, each program's /dev is made as before."""
+    if _DEV_TEMPLATE_TRIED or not os.path.isdir("/tmp") or os.path.lexists(_DEV_TEMPLATE):
+        _DEV_TEMPLATE_TRIED[:] = _DEV_TEMPLATE_TRIED or [False]
+        return
+    try:
+        _check(_libc.unshare(CLONE_NEWNS), "unshare")  # a user namespace's process mounts only in its own
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _fresh_dev(_DEV_TEMPLATE, 0, b"", move_to=None)
+    except OSError:
+        _DEV_TEMPLATE_TRIED[:] = [False]
+        return
+    _DEV_TEMPLATE_TRIED[:] = [True]
+
+
+def _dev_from_template(size):
+    """/dev bound from the harness's template (read-only, as the template is), with a new /dev/shm of `size`."""
+    _mount("tmpfs", _DEV_TEMPLATE + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    _mount(_DEV_TEMPLATE, "/dev", None, MS_BIND | MS_REC)
 
 
 def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
@@ -155,10 +187,14 @@ def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
     covered = [d for d in writable if os.path.isdir(d) and d != "/dev/shm"]
     if keep_working_directory:
         covered = [d for d in covered if os.path.realpath(d) != os.path.realpath(working_directory)]
-    points = _mount_points()
+    from_template = _DEV_TEMPLATE_TRIED == [True] and not stdin and "/tmp" in covered
+    if from_template:
+        _dev_from_template(size)  # before /tmp, where the template lies, is covered
+    points = [point for point in _mount_points() if not point.startswith(_DEV_TEMPLATE)]
     for directory in sorted(covered, key=len):
         _cover(directory, size, points)
-    _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size, stdin)
+    if not from_template:
+        _fresh_dev("/tmp/.trl-ext-dev" if "/tmp" in covered else working_directory + "/.trl-ext-dev", size, stdin)
     _mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
     os.chdir(working_directory)  # the new tmpfs, not the directory it covers
 
