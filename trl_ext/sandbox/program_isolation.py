@@ -150,7 +150,7 @@ def _fresh_dev(staging, size, stdin, move_to="/dev"):
 
 
 _DEV_TEMPLATE = "/tmp/.trl-ext-dev-template"
-_DEV_TEMPLATE_TRIED = []  # [whether it was made], once the harness tried (`make_dev_template`)
+_DEV_TEMPLATE_MADE = [None]  # None until the harness tried (`make_dev_template`), then whether it made it
 
 
 def make_dev_template():
@@ -158,17 +158,18 @@ def make_dev_template():
     device nodes (bound from /dev), an empty `stdin` and an empty `shm`. Each program's /dev is then bound from it
     with a new /dev/shm (`_dev_from_template`): two mounts per program instead of eleven. It lies in the harness's
     /tmp, which every program's own /tmp covers. Where it cannot be made, each program's /dev is made as before."""
-    if _DEV_TEMPLATE_TRIED or not os.path.isdir("/tmp") or os.path.lexists(_DEV_TEMPLATE):
-        _DEV_TEMPLATE_TRIED[:] = _DEV_TEMPLATE_TRIED or [False]
+    if _DEV_TEMPLATE_MADE[0] is not None:
+        return
+    _DEV_TEMPLATE_MADE[0] = False
+    if not os.path.isdir("/tmp") or os.path.lexists(_DEV_TEMPLATE):
         return
     try:
         _check(_libc.unshare(CLONE_NEWNS), "unshare")  # a user namespace's process mounts only in its own
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _fresh_dev(_DEV_TEMPLATE, 0, b"", move_to=None)
     except OSError:
-        _DEV_TEMPLATE_TRIED[:] = [False]
         return
-    _DEV_TEMPLATE_TRIED[:] = [True]
+    _DEV_TEMPLATE_MADE[0] = True
 
 
 def _dev_from_template(size):
@@ -187,7 +188,7 @@ def enter_namespaces(writable, size, keep_working_directory=False, stdin=b""):
     covered = [d for d in writable if os.path.isdir(d) and d != "/dev/shm"]
     if keep_working_directory:
         covered = [d for d in covered if os.path.realpath(d) != os.path.realpath(working_directory)]
-    from_template = _DEV_TEMPLATE_TRIED == [True] and not stdin and "/tmp" in covered
+    from_template = _DEV_TEMPLATE_MADE[0] and not stdin and "/tmp" in covered
     if from_template:
         _dev_from_template(size)  # before /tmp, where the template lies, is covered
     points = [point for point in _mount_points() if not point.startswith(_DEV_TEMPLATE)]
