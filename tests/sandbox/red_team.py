@@ -66,6 +66,7 @@ from red_team_rebound import rebound_name_attacks
 from red_team_inside import inside_the_test_attacks
 from red_team_library import library_check_attacks
 from red_team_names import judge_name_attacks
+from red_team_output import judge_output_attacks
 from red_team_state import coarse_state_attacks
 from red_team_programs import (
     _WRITE_ON_PID1_STDOUT,
@@ -555,6 +556,7 @@ ATTACKS.update(library_check_attacks(Attack, JUDGE, VALUES))
 ATTACKS.update(judge_name_attacks(Attack, JUDGE))
 ATTACKS.update(rebound_name_attacks(Attack, JUDGE))
 ATTACKS.update(coarse_state_attacks(Attack, VALUES))
+ATTACKS.update(judge_output_attacks(Attack, VERDICT))
 
 # Outputs that differ from an integer by less than the tolerance fail; the tolerance still applies to
 # non-integer expected tokens: (program, row) that must score 1.0.

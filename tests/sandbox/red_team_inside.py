@@ -1,10 +1,11 @@
 """Red-team cases from inside the test: a program that acts on its own verdict while its test runs.
 
 Each attack runs against every kind of test the judge has: a unittest row with a mock (it runs in the program's
-own process), the same row without the mock (judged apart), a pytest row with `capsys` (the program's process),
-a HumanEval `check` (judged apart), stdin/stdout, and C++ where the attack has a C++ form. A hostile program
-must score 0.0: "cannot judge" (None) would take a wrong program out of the loss, so it counts as not contained.
-Used by `red_team.py` (class "8 inside the test").
+own process), the same row without the mock (judged apart), a pytest row with `tmp_path` (the program's process)
+and one with `capsys` (judged apart: it captures what the program prints), a HumanEval `check` (judged apart),
+stdin/stdout, and C++ where the attack has a C++ form. A hostile program must score 0.0: "cannot judge" (None)
+would take a wrong program out of the loss, so it counts as not contained. Used by `red_team.py` (class "8 inside
+the test").
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ ROWS = {
         imports="from unittest.mock import patch", decorator="    @patch('random.randint', return_value=4)\n",
         mock=", mock_randint")),
     "unittest (judged apart)": bigcodebench(_UNITTEST.format(imports="", decorator="", mock="")),
-    "pytest with capsys (program's process)": kodcode(
+    "pytest with tmp_path (program's process)": kodcode(
+        "from solution import task_func\n\n"
+        "def test_value(tmp_path):\n    (tmp_path / 'input.txt').write_text('3')\n"
+        "    assert isinstance(task_func(3), int)\n    assert task_func(3) == 7\n"
+    ),
+    "pytest with capsys (judged apart)": kodcode(
         "from solution import task_func\n\n"
         "def test_value(capsys):\n    assert isinstance(task_func(3), int)\n    assert task_func(3) == 7\n"
+        "    assert capsys.readouterr().out == ''\n"
     ),
     "HumanEval check (judged apart)": humaneval(
         "def check(candidate):\n    assert isinstance(candidate(3), int)\n    assert candidate(3) == 7\n", "task_func"

@@ -100,7 +100,16 @@ def test_a_program_that_breaks_the_conversation_fails_the_test(reward):
         ("from solution import f\ndef test_f():\n    assert f(1) == 2", True),
         ("import numpy as np\nassert np.allclose(f(1), 2)", False),  # an installed package: in the program's process
         ("import random\nrandom.seed(0)\nassert f() == 4", False),  # random state shared with the program
-        ("def test_f(capsys):\n    f()\n    assert capsys.readouterr().out == 'x'", False),  # captures its output
+        ("def test_f(capsys):\n    f()\n    assert capsys.readouterr().out == 'x'", True),  # captures its output
+        ("import io, sys\ndef test_f():\n    sys.stdout = io.StringIO()\n    f()\n    assert sys.stdout.getvalue() == 'x'",
+         True),
+        ("import sys\nassert f([]) == -sys.maxsize", True),  # a constant of `sys`
+        ("import io\nassert f(io.StringIO('1 2')) == 3", False),  # a stream handed to the program
+        ("from io import StringIO\ndef test_f():\n    s = StringIO('1 2')\n    t = s\n    assert f(t) == 3", False),
+        ("import sys\nassert f(sys.stdout) == 3", False),
+        ("import sys, io\nsys.stdin = io.StringIO('1')\nassert f() == 1", False),  # the program's input
+        ("import sys\nassert f(sys) == 1", False),
+        ("def test_f(capfd):\n    f()\n    assert capfd.readouterr().out == 'x'", False),  # at the descriptors
         ("def test_f(tmp_path):\n    assert f(tmp_path) == 1", False),  # shares files with it
         ("from unittest.mock import patch\n@patch('os.listdir')\ndef test_f(listdir):\n    f()", False),
         ("import sys\nsys.setrecursionlimit(10000)\nassert f(5000) == 1", False),
@@ -116,6 +125,60 @@ def test_format_runners_are_not_read_when_deciding():
     mocked = unittest_tests("import unittest\nfrom unittest.mock import patch\nclass TestCases(unittest.TestCase):\n    @patch('os.listdir')\n    def test_one(self, listdir):\n        task_func()\n")
     assert judged_apart(kodcode[0].source) and judged_apart(bigcodebench[0].source)
     assert not judged_apart(mocked[0].source)
+
+
+PRINTING = """
+import sys
+print("at import")
+def show(n, then=None):
+    print(n)
+    if then is not None:
+        then()
+        print("end")
+def shout(text):
+    print(text + "!", file=sys.stderr)
+"""
+CAPTURING = """
+import sys
+from io import StringIO
+from contextlib import redirect_stdout
+from solution import show, shout
+
+def test_capsys(capsys):
+    show(3)
+    print("from the test")
+    show(1)
+    out, err = capsys.readouterr()
+    assert out == "3\\nfrom the test\\n1\\n" and err == ""
+
+def test_stderr(capsys):
+    shout("x")
+    assert capsys.readouterr().err == "x!\\n"
+
+def test_sys_stdout_replaced():
+    captured = StringIO()
+    sys.stdout = captured
+    show(5)
+    sys.stdout = sys.__stdout__
+    assert captured.getvalue() == "5\\n"
+
+def test_redirect_stdout():
+    with StringIO() as buffer, redirect_stdout(buffer):
+        show(2, then=lambda: print("called back"))
+        assert buffer.getvalue() == "2\\ncalled back\\nend\\n"
+"""
+
+
+def test_what_the_program_prints_reaches_the_tests_capture_in_order(reward):
+    # Judged apart, the program's output reaches the test's streams with each reply and call back, in order with
+    # what the test prints itself; what the program printed at import is not captured, as under pytest.
+    tests = pytest_tests(CAPTURING)
+    assert all(judged_apart(test.source) for test in tests)
+    report = reward.evaluate_row("```python\n" + PRINTING + "```", {"test": CAPTURING}, tests_format="kodcode")
+    assert [outcome.status for outcome in report.outcomes] == ["passed"] * 4, report
+    wrong = PRINTING.replace("print(n)", "print(n + 1)").replace('text + "!"', "text")
+    report = reward.evaluate_row("```python\n" + wrong + "```", {"test": CAPTURING}, tests_format="kodcode")
+    assert not any(outcome.passed for outcome in report.outcomes), report
 
 
 def test_a_large_input_reaches_stdin_and_dev_stdin(reward):

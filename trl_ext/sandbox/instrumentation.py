@@ -9,6 +9,7 @@ import sys
 from functools import lru_cache
 from typing import Any
 
+from .judged_output import output_stays_in_the_judge
 from .parsing import parse
 from .test_process import JUDGE_CONSTANT
 
@@ -410,15 +411,16 @@ def guarded_expression(source: str) -> str:
 
 
 # What a test may use and still be judged apart from the program's process (`judge_side`): no module that
-# would have to be shared with the program (its patched modules, its output, its files, its random state)...
+# would have to be shared with the program (its patched modules, its files, its random state; `sys`, `io` and
+# `contextlib` only to capture its output, `judged_output`)...
 _SHARED_WITH_THE_PROGRAM = frozenset({
-    "os", "sys", "io", "pathlib", "tempfile", "shutil", "subprocess", "threading", "multiprocessing", "signal",
-    "socket", "random", "contextlib", "builtins", "importlib", "inspect", "gc", "ctypes", "mmap",
+    "os", "pathlib", "tempfile", "shutil", "subprocess", "threading", "multiprocessing", "signal",
+    "socket", "random", "builtins", "importlib", "inspect", "gc", "ctypes", "mmap",
 })
-# ...and no name that patches, captures or shares files with it.
+# ...and no name that patches, captures at the descriptors or shares files or input with it.
 _NAMES_SHARED_WITH_THE_PROGRAM = frozenset({
-    "patch", "mock", "Mock", "MagicMock", "monkeypatch", "capsys", "capfd", "caplog", "tmp_path", "tmpdir",
-    "tmp_path_factory", "open", "input", "print", "exec", "eval", "globals", "__import__", "setattr", "delattr",
+    "patch", "mock", "Mock", "MagicMock", "monkeypatch", "capfd", "caplog", "tmp_path", "tmpdir",
+    "tmp_path_factory", "open", "input", "exec", "eval", "globals", "__import__", "setattr", "delattr",
 })
 
 
@@ -435,8 +437,9 @@ def judged_apart(source: str) -> bool:
     """Whether a statement test can run in the judge's own process, calling the program over a socket
     (`judge_side`): it imports standard modules only (and the program, as `solution`, and pytest, for which
     KodCode's runner stands in), none that it would have to share with the program's process, and uses no name
-    that patches, captures or shares files with it; a format's runner before `RUNNER_END` is not read. Other tests
-    run in the program's process, guarded (`test_process`)."""
+    that patches, captures at the descriptors or shares files with it, and captures the program's output only as
+    `judged_output` allows; a format's runner before `RUNNER_END` is not read. Other tests run in the program's
+    process, guarded (`test_process`)."""
     tree = parse(source.rpartition(RUNNER_END)[2])
     standard = set(sys.stdlib_module_names) - _SHARED_WITH_THE_PROGRAM
     for name in _imports(tree):
@@ -448,7 +451,7 @@ def judged_apart(source: str) -> bool:
             return False
         if isinstance(node, ast.Attribute) and node.attr in _NAMES_SHARED_WITH_THE_PROGRAM:
             return False
-    return True
+    return output_stays_in_the_judge(tree)
 
 
 def instrument_checks(source: str) -> str:

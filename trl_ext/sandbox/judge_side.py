@@ -16,11 +16,13 @@ calls it is asked, with data.
 
 Lists, dicts, sets and bytearrays the test passes are written back after the call, so a program that changes its
 argument in place is seen doing so. A callable the test passes (a `key=` function) is a reference the program may
-call back. Tests that need the program's process itself (patching its modules, capturing its output, sharing
-files) are judged inside it instead (`test_process`); `trl_ext.sandbox.instrumentation` decides which.
+call back. What the program prints goes to the test's streams with the reply (`_ProgramOutput`), so a test may
+capture it. Tests that need the program's process itself (patching its modules, sharing files) are judged inside
+it instead (`test_process`); `trl_ext.sandbox.instrumentation` decides which.
 """
 
 import builtins
+import io
 import json
 import struct
 import sys
@@ -78,18 +80,20 @@ def _read_exactly(connection, size):
 
 class _Side:
     """One end of the conversation: requests are strictly nested, so while waiting for the reply to its own
-    request a side answers the requests the other side makes in the meantime (calls back)."""
+    request a side answers the requests the other side makes in the meantime (calls back). `outgoing` adds to
+    every message this side sends (the program's side: what it printed since its last message)."""
 
-    def __init__(self, connection, limit, handle):
+    def __init__(self, connection, limit, handle, outgoing=None):
         self.connection, self.limit, self.handle = connection, limit, handle
+        self.outgoing = outgoing or (lambda message: message)
 
     def ask(self, request):
-        _send(self.connection, request)
+        _send(self.connection, self.outgoing(request))
         while True:
             message = _receive(self.connection, self.limit)
             if "op" not in message:
                 return message
-            _send(self.connection, self.handle(message))
+            _send(self.connection, self.outgoing(self.handle(message)))
 
     def serve(self):
         while True:
@@ -99,7 +103,7 @@ class _Side:
                 return
             if "op" not in message:
                 return
-            _send(self.connection, self.handle(message))
+            _send(self.connection, self.outgoing(self.handle(message)))
 
 
 def _exception_reply(error):
@@ -112,6 +116,30 @@ def _exception_reply(error):
 
 
 # ------------------------------------------------------------------------------------- the program's side
+
+
+class _ProgramOutput:
+    """In the program's process: what the program writes on `sys.stdout` and `sys.stderr` once its top-level code
+    has run, taken into each message it sends next (a reply, or a call back) for the judge to write on its own
+    streams, in order with the test's own output: a test that captures its output (`capsys`, `redirect_stdout`,
+    `sys.stdout = StringIO()`) reads it there, as under pytest. Text only, at most `cap` characters a message."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.streams = {"out": io.StringIO(), "err": io.StringIO()}
+        sys.stdout, sys.stderr = self.streams["out"], self.streams["err"]
+
+    def taken_into(self, message):
+        for key, stream in self.streams.items():
+            try:
+                text = stream.getvalue()
+                stream.seek(0)
+                stream.truncate()
+            except ValueError:  # the program closed it: what it prints now fails in its own code
+                continue
+            if text:
+                message[key] = text[: self.cap]
+        return message
 
 
 def serve_program(connection, namespace, limit, max_items):
@@ -173,7 +201,7 @@ def serve_program(connection, namespace, limit, max_items):
         except Exception as error:  # noqa: BLE001 - the program's exception, for the test to see
             return _exception_reply(error)
 
-    side = _Side(connection, limit, handle)
+    side = _Side(connection, limit, handle, _ProgramOutput(limit // 8).taken_into)
     side.serve()
 
 
@@ -283,13 +311,15 @@ class Program:
         if self.broken is not None:
             raise ProtocolError(self.broken)
         try:
-            return self.side.ask(message)
+            reply = self.side.ask(message)
         except ProtocolError as error:
             self.broken = str(error)
             raise
         except OSError as error:
             self.broken = f"the connection failed: {error}"
             raise ProtocolError(self.broken) from None
+        _write_output(reply)
+        return reply
 
     def share(self, value):
         """A value of the test's, as it crosses: plain data, a reference back, or a callable to call back."""
@@ -361,6 +391,7 @@ class Program:
         return found
 
     def _handle(self, message):
+        _write_output(message)
         if message.get("op") != "callback" or message.get("callback") not in self.callbacks:
             return {"raise": ["TypeError", "unknown request"]}
         try:
@@ -371,6 +402,16 @@ class Program:
             raise
         except Exception as error:  # noqa: BLE001 - the test's callable raised: the program sees it
             return _exception_reply(error)
+
+
+def _write_output(message):
+    """What the program printed before sending `message`, written on the judge's streams as they are now: a test
+    capturing its output has them redirected; otherwise they lead to /dev/null (`test_process._judged_apart`)."""
+    for key, stream in (("out", "stdout"), ("err", "stderr")):
+        if key in message:
+            if type(message[key]) is not str:
+                raise ProtocolError("not output")
+            getattr(sys, stream).write(message[key])
 
 
 def _pair(value):

@@ -472,6 +472,12 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
     namespaces of its own under bubblewrap, holding only its end of a socket and /dev/null. `fds` as `_child`'s;
     `failure_fd` is where the isolating process reports namespaces it could not make (`run_isolated`)."""
     os.setpgid(0, 0)
+    # The harness's own stdin and stdout are its channel to the trainer: nothing the test prints or reads (nor what
+    # the program prints, which its streams receive, `judge_side`) may reach them.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    os.close(devnull)
     result_fd, limit = fds[0], plan["max_value"] + (1 << 16)
     secret = os.read(fds[1], 64)
     os.close(fds[1])

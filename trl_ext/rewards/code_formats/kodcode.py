@@ -86,7 +86,8 @@ else:
         __trl_ext_trust_comparison__(_trl_ext_base)
 
 def __trl_ext_run_pytest__(name):
-    import inspect, tempfile, pathlib, contextlib, io
+    import inspect, tempfile, pathlib, contextlib, io, collections
+    CaptureResult = collections.namedtuple("CaptureResult", "out err")
     owner, _, function_name = name.rpartition("::")
     cls = globals()[owner] if owner else None
     instance = cls() if owner else None
@@ -121,12 +122,15 @@ def __trl_ext_run_pytest__(name):
         if fixture_name == "tmp_path":
             return pathlib.Path(tempfile.mkdtemp())
         if fixture_name == "capsys":
-            buffer = io.StringIO()
-            stack.enter_context(contextlib.redirect_stdout(buffer))
+            buffers = io.StringIO(), io.StringIO()
+            stack.enter_context(contextlib.redirect_stdout(buffers[0]))
+            stack.enter_context(contextlib.redirect_stderr(buffers[1]))
             class Captured:
                 def readouterr(self):
-                    out = buffer.getvalue(); buffer.seek(0); buffer.truncate()
-                    return type("CaptureResult", (), {"out": out, "err": ""})()
+                    out, err = (buffer.getvalue() for buffer in buffers)
+                    for buffer in buffers:
+                        buffer.seek(0); buffer.truncate()
+                    return CaptureResult(out, err)
             return Captured()
         provider = getattr(globals().get(fixture_name), "__wrapped__", globals().get(fixture_name))
         if provider is None:
