@@ -101,8 +101,8 @@ def test_a_program_that_breaks_the_conversation_fails_the_test(reward):
         ("import numpy as np\nassert np.allclose(f(1), 2)", False),  # an installed package: in the program's process
         ("import random\nrandom.seed(0)\nassert f() == 4", False),  # random state shared with the program
         ("def test_f(capsys):\n    f()\n    assert capsys.readouterr().out == 'x'", True),  # captures its output
-        ("import io, sys\ndef test_f():\n    sys.stdout = io.StringIO()\n    f()\n    assert sys.stdout.getvalue() == 'x'",
-         True),
+        ("import io, sys\ndef test_f():\n    sys.stdout = io.StringIO()\n    f()\n"
+         "    assert sys.stdout.getvalue() == 'x'", True),
         ("import sys\nassert f([]) == -sys.maxsize", True),  # a constant of `sys`
         ("import io\nassert f(io.StringIO('1 2')) == 3", False),  # a stream handed to the program
         ("from io import StringIO\ndef test_f():\n    s = StringIO('1 2')\n    t = s\n    assert f(t) == 3", False),
