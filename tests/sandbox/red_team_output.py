@@ -2,6 +2,7 @@
 
 A test judged apart runs in the judge's process, and what the program prints reaches the test's own streams
 (`judge_side._ProgramOutput`): a test that captures it (`capsys`, `sys.stdout = StringIO()`) reads it there. The
+program's `input()` calls the judge's, which the test may have patched. The
 judge's process is a child of the harness, whose stdout is its channel to the trainer (one JSON record per test).
 So neither what the program prints nor what the test prints of the program's objects (`pprint(candidate(x))` of an
 object whose `__str__` the program wrote) may reach that channel. Used by `red_team.py`.
@@ -38,6 +39,16 @@ _FORGED = (
     "    def __str__(self):\n"
     f"        return 'x' * 900 + '\\n' + {PASSED!r} + '\\n' + {DONE!r} + '\\n'\n"
 )
+# Judged apart: the test feeds the program's input with a mock and captures what it prints.
+INPUT_ROW = kodcode(
+    "from unittest.mock import patch\n"
+    "from solution import task_func\n\n"
+    "def test_prints(capsys):\n"
+    "    with patch('builtins.input', side_effect=['3']):\n"
+    "        task_func(None)\n"
+    "    assert capsys.readouterr().out == '7\\n'\n"
+)
+INPUT_RIGHT = "def task_func(x):\n    print(2 * int(input()) + 1)\n"
 PROGRAMS = {
     "forge a passed record through a test that prints the program's objects": (
         PRINTING_ROW, _FORGED + "def task_func(x):\n    return Forged()\n"
@@ -66,9 +77,25 @@ PROGRAMS = {
         "    def flush(self):\n        pass\n"
         "def task_func(x):\n    sys.stdout = Answer()\n",
     ),
+    "forge a passed record as the prompt of the judge's input()": (
+        PRINTING_ROW,
+        _FORGED + "def task_func(x):\n"
+        "    for _ in range(12):\n"
+        "        try:\n            input(Forged())\n        except Exception:\n            pass\n"
+        "    return 0\n",
+    ),
+    "ask the test's mocked input() for more than it gave, and swallow the error": (
+        INPUT_ROW,
+        "def task_func(x):\n"
+        "    for _ in range(5):\n"
+        "        try:\n            input()\n        except BaseException:\n            pass\n"
+        "    print(3)\n",
+        INPUT_RIGHT,
+    ),
 }
 
 
 def judge_output_attacks(attack_type, attack_class: str) -> dict:
     """The cases of this class, as `red_team.Attack`s (given as `attack_type` to keep the import one-way)."""
-    return {name: attack_type(attack_class, program, row, RIGHT) for name, (row, program) in PROGRAMS.items()}
+    return {name: attack_type(attack_class, program, row, right[0] if right else RIGHT)
+            for name, (row, program, *right) in PROGRAMS.items()}

@@ -110,6 +110,14 @@ def test_a_program_that_breaks_the_conversation_fails_the_test(reward):
         ("import sys, io\nsys.stdin = io.StringIO('1')\nassert f() == 1", False),  # the program's input
         ("import sys\nassert f(sys) == 1", False),
         ("def test_f(capfd):\n    f()\n    assert capfd.readouterr().out == 'x'", False),  # at the descriptors
+        ("from unittest.mock import patch\nwith patch('builtins.input', return_value='3'):\n    assert f() == 3", True),
+        ("from unittest.mock import patch as p\n@p('sys.stdout')\ndef test_f(out):\n    f()", True),
+        ("from unittest.mock import patch\nwith patch('sys.stdin'):\n    assert f() == 3", False),
+        ("from unittest.mock import patch\nwith patch.object(sys, 'stdout'):\n    f()", False),
+        ("from unittest.mock import patch\ntarget = 'builtins.input'\nwith patch(target):\n    f()", False),
+        ("from unittest.mock import patch\nwith patch('sys.stdout') as out:\n    f(out)", False),  # handed over
+        ("from unittest.mock import patch, MagicMock\nwith patch('builtins.input'):\n    f()", False),
+        ("from unittest import mock\nwith mock.patch('builtins.input'):\n    f()", False),
         ("def test_f(tmp_path):\n    assert f(tmp_path) == 1", False),  # shares files with it
         ("from unittest.mock import patch\n@patch('os.listdir')\ndef test_f(listdir):\n    f()", False),
         ("import sys\nsys.setrecursionlimit(10000)\nassert f(5000) == 1", False),
@@ -179,6 +187,46 @@ def test_what_the_program_prints_reaches_the_tests_capture_in_order(reward):
     wrong = PRINTING.replace("print(n)", "print(n + 1)").replace('text + "!"', "text")
     report = reward.evaluate_row("```python\n" + wrong + "```", {"test": CAPTURING}, tests_format="kodcode")
     assert not any(outcome.passed for outcome in report.outcomes), report
+
+
+FED = """
+import io
+import pytest
+from unittest.mock import patch
+from solution import add_two
+
+def test_input_mocked(capsys):
+    with patch("builtins.input", side_effect=["3", "4"]) as fake:
+        add_two()
+    assert capsys.readouterr().out == "7\\n" and fake.call_count == 2
+
+@patch("builtins.input", return_value="10")
+def test_input_mocked_by_a_decorator(mock_input, capsys):
+    add_two()
+    assert capsys.readouterr().out == "20\\n"
+
+def test_stdout_patched():
+    with patch("builtins.input", return_value="1"), patch("sys.stdout", new_callable=io.StringIO) as out:
+        add_two()
+    assert out.getvalue() == "2\\n"  # a mocked input prints no prompt
+
+def test_input_not_fed():
+    with pytest.raises(EOFError):
+        add_two()
+"""
+FED_RIGHT = "def add_two():\n    a = int(input('a? '))\n    b = int(input())\n    print(a + b)\n"
+
+
+def test_the_programs_input_is_the_tests_mock(reward):
+    # Judged apart, the program's `input()` calls the judge's `builtins.input` as it is: the test's mock where it
+    # patched it (its call count is the program's calls), else the real one, which reads /dev/null (EOFError).
+    tests = pytest_tests(FED)
+    assert all(judged_apart(test.source) for test in tests)
+    report = reward.evaluate_row("```python\n" + FED_RIGHT + "```", {"test": FED}, tests_format="kodcode")
+    assert [outcome.status for outcome in report.outcomes] == ["passed"] * 4, report
+    wrong = FED_RIGHT.replace("a + b", "a * b")
+    report = reward.evaluate_row("```python\n" + wrong + "```", {"test": FED}, tests_format="kodcode")
+    assert [outcome.passed for outcome in report.outcomes] == [False, False, False, True], report
 
 
 def test_a_large_input_reaches_stdin_and_dev_stdin(reward):

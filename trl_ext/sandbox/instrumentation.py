@@ -9,7 +9,7 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-from .judged_output import output_stays_in_the_judge
+from .judged_io import input_and_output_stay_in_the_judge
 from .parsing import parse
 from .test_process import JUDGE_CONSTANT
 
@@ -412,14 +412,14 @@ def guarded_expression(source: str) -> str:
 
 # What a test may use and still be judged apart from the program's process (`judge_side`): no module that
 # would have to be shared with the program (its patched modules, its files, its random state; `sys`, `io` and
-# `contextlib` only to capture its output, `judged_output`)...
+# `contextlib` only to capture its output, `judged_io`)...
 _SHARED_WITH_THE_PROGRAM = frozenset({
     "os", "pathlib", "tempfile", "shutil", "subprocess", "threading", "multiprocessing", "signal",
     "socket", "random", "builtins", "importlib", "inspect", "gc", "ctypes", "mmap",
 })
-# ...and no name that patches, captures at the descriptors or shares files or input with it.
+# ...and no name that patches (but as `judged_io` allows), captures at the descriptors or shares files with it.
 _NAMES_SHARED_WITH_THE_PROGRAM = frozenset({
-    "patch", "mock", "Mock", "MagicMock", "monkeypatch", "capfd", "caplog", "tmp_path", "tmpdir",
+    "mock", "Mock", "MagicMock", "monkeypatch", "capfd", "caplog", "tmp_path", "tmpdir",
     "tmp_path_factory", "open", "input", "exec", "eval", "globals", "__import__", "setattr", "delattr",
 })
 
@@ -437,8 +437,8 @@ def judged_apart(source: str) -> bool:
     """Whether a statement test can run in the judge's own process, calling the program over a socket
     (`judge_side`): it imports standard modules only (and the program, as `solution`, and pytest, for which
     KodCode's runner stands in), none that it would have to share with the program's process, and uses no name
-    that patches, captures at the descriptors or shares files with it, and captures the program's output only as
-    `judged_output` allows; a format's runner before `RUNNER_END` is not read. Other tests run in the program's
+    that patches, captures at the descriptors or shares files with it, but to capture the program's output and
+    feed its `input()` as `judged_io` allows; a format's runner before `RUNNER_END` is not read. Other tests run in the program's
     process, guarded (`test_process`)."""
     tree = parse(source.rpartition(RUNNER_END)[2])
     standard = set(sys.stdlib_module_names) - _SHARED_WITH_THE_PROGRAM
@@ -451,7 +451,7 @@ def judged_apart(source: str) -> bool:
             return False
         if isinstance(node, ast.Attribute) and node.attr in _NAMES_SHARED_WITH_THE_PROGRAM:
             return False
-    return output_stays_in_the_judge(tree)
+    return input_and_output_stay_in_the_judge(tree)
 
 
 def instrument_checks(source: str) -> str:

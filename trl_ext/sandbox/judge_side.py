@@ -202,6 +202,7 @@ def serve_program(connection, namespace, limit, max_items):
             return _exception_reply(error)
 
     side = _Side(connection, limit, handle, _ProgramOutput(limit // 8).taken_into)
+    builtins.input = _Callback(side, "input", share, local)  # answered with the judge's `input`, mocked or not
     side.serve()
 
 
@@ -212,7 +213,8 @@ def _describe(value, share):
 
 
 class _Callback:
-    """In the program's process: a callable the test passed; calling it asks the judge to call it."""
+    """In the program's process: a callable the test passed (by its number), or `input` (the judge's own); calling
+    it asks the judge to call it."""
 
     def __init__(self, side, number, share, local):
         self._side, self._number, self._share, self._local = side, number, share, local
@@ -392,12 +394,16 @@ class Program:
 
     def _handle(self, message):
         _write_output(message)
-        if message.get("op") != "callback" or message.get("callback") not in self.callbacks:
+        number = message.get("callback")
+        if message.get("op") != "callback" or (number not in self.callbacks and number != "input"):
             return {"raise": ["TypeError", "unknown request"]}
+        # The program's `input()` calls the judge's `builtins.input` as it is now: the test's mock where it patched
+        # it, else the real one, reading /dev/null (EOFError), as the program's own would in its process.
+        function = builtins.input if number == "input" else self.callbacks[number]
         try:
             args = [self.local(node) for node in message.get("args", [])]
             kwargs = {str(key): self.local(node) for key, node in message.get("kwargs", {}).items()}
-            return {"ok": self.share(self.callbacks[message["callback"]](*args, **kwargs))}
+            return {"ok": self.share(function(*args, **kwargs))}
         except ProtocolError:
             raise
         except Exception as error:  # noqa: BLE001 - the test's callable raised: the program sees it

@@ -478,6 +478,7 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
     for target in (0, 1, 2):
         os.dup2(devnull, target)
     os.close(devnull)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - not the harness's reader, which may hold what it read ahead
     result_fd, limit = fds[0], plan["max_value"] + (1 << 16)
     secret = os.read(fds[1], 64)
     os.close(fds[1])

@@ -152,8 +152,9 @@ def __trl_ext_run_pytest__(name):
             with contextlib.ExitStack() as stack:
                 xunit(method_hooks[0], function)
                 stack.callback(xunit, method_hooks[1], function)
+                patched = len(getattr(function, "patchings", ()))  # `@patch` gives its mocks first, as pytest skips
                 arguments = {p: case[p] if p in case else fixture(p, stack)
-                             for p in inspect.signature(function).parameters}
+                             for p in list(inspect.signature(function).parameters)[patched:]}
                 function(**arguments)
     finally:
         xunit(getattr(cls, "teardown_class", None), cls)
