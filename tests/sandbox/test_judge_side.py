@@ -229,6 +229,15 @@ def test_the_programs_input_is_the_tests_mock(reward):
     assert [outcome.passed for outcome in report.outcomes] == [False, False, False, True], report
 
 
+def test_a_program_printing_past_the_output_limit_fails_at_once(reward):
+    # What the program prints comes to the judge with each message; past `max_output` characters in all (1 MiB
+    # here) the test fails, instead of the judge holding whatever the program prints until its time runs out.
+    program = "def task_func(f):\n    while True:\n        print('7' * 100_000)\n        f(0)\n"
+    test = "def check(candidate):\n    assert candidate(lambda v: v) == 7\ncheck(task_func)"
+    report = reward.evaluate("```python\n" + program + "```", [test])
+    assert not report.outcomes[0].passed and "output limit" in report.outcomes[0].detail, report
+
+
 def test_a_large_input_reaches_stdin_and_dev_stdin(reward):
     # The program's /dev is a small tmpfs of its own: it holds `/dev/stdin`, however large the test's input is.
     numbers = " ".join(str(i) for i in range(400_000))  # about 2.6 MB

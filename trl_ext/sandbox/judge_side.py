@@ -304,10 +304,11 @@ OPAQUE_TYPES = (Remote, _RemoteIterator)
 class Program:
     """The judge's end of the conversation with one program."""
 
-    def __init__(self, connection, limit):
+    def __init__(self, connection, limit, max_output):
         self.callbacks = {}
         self.side = _Side(connection, limit, self._handle)
         self.broken = None
+        self.output_left = max_output  # characters the program may still print, as a stdin/stdout test's bytes
 
     def ask(self, message):
         if self.broken is not None:
@@ -320,7 +321,7 @@ class Program:
         except OSError as error:
             self.broken = f"the connection failed: {error}"
             raise ProtocolError(self.broken) from None
-        _write_output(reply)
+        self._write_output(reply)
         return reply
 
     def share(self, value):
@@ -392,8 +393,23 @@ class Program:
                 found[name] = self.local(node)
         return found
 
+    def _write_output(self, message):
+        """What the program printed before sending `message`, written on the judge's streams as they are now: a
+        test capturing its output has them redirected; otherwise they lead to /dev/null
+        (`test_process._judged_apart`). Past `max_output` characters in all, the test fails, as a stdin/stdout
+        test's program printing more is killed: the judge holds no more of it."""
+        for key, stream in (("out", "stdout"), ("err", "stderr")):
+            if key in message:
+                if type(message[key]) is not str:
+                    raise ProtocolError("not output")
+                self.output_left -= len(message[key])
+                if self.output_left < 0:
+                    self.broken = "the program printed more than the output limit"
+                    raise ProtocolError(self.broken)
+                getattr(sys, stream).write(message[key])
+
     def _handle(self, message):
-        _write_output(message)
+        self._write_output(message)
         number = message.get("callback")
         if message.get("op") != "callback" or (number not in self.callbacks and number != "input"):
             return {"raise": ["TypeError", "unknown request"]}
@@ -408,16 +424,6 @@ class Program:
             raise
         except Exception as error:  # noqa: BLE001 - the test's callable raised: the program sees it
             return _exception_reply(error)
-
-
-def _write_output(message):
-    """What the program printed before sending `message`, written on the judge's streams as they are now: a test
-    capturing its output has them redirected; otherwise they lead to /dev/null (`test_process._judged_apart`)."""
-    for key, stream in (("out", "stdout"), ("err", "stderr")):
-        if key in message:
-            if type(message[key]) is not str:
-                raise ProtocolError("not output")
-            getattr(sys, stream).write(message[key])
 
 
 def _pair(value):
@@ -436,11 +442,11 @@ def _write_back(target, value):
         target.update(value)
 
 
-def judge_test(connection, test_code, test_globals, limit):
+def judge_test(connection, test_code, test_globals, limit, max_output):
     """Run `test_code` in the judge's process against the program at the other end of `connection`: the
     program's global names become plain values or references in `test_globals` (after the names the test gets
     from the judge's own builtins and modules, which stay). Returns nothing; raises what the test raises."""
-    program = Program(connection, limit)
+    program = Program(connection, limit, max_output)
     solution = type(sys)("solution")
     for name, value in program.names().items():
         setattr(solution, name, value)

@@ -513,7 +513,7 @@ def _judged_apart(solution_code, test_code, genuine, known_types, fds, cpu_secon
         test_globals = dict(genuine)
         test_globals.update({"__name__": "__test__", "__builtins__": dict(builtins.__dict__)})
         test_code = _bind_judge_functions(test_code, count_check, compare, truth, value, trust)
-        judge_side.judge_test(judge_end, test_code, test_globals, limit)
+        judge_side.judge_test(judge_end, test_code, test_globals, limit, plan["max_output"])
         write(b"P" + secret + b":" + str(checks[0]).encode() + PASS_RECORD_END)
     except BaseException as error:  # noqa: BLE001 - what the test raised, or the program broke the protocol
         write(f"Etest:{type(error).__name__}: {str(error)[:200]}".encode(errors="replace")[:300])
