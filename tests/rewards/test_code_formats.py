@@ -302,6 +302,35 @@ def test_kodcode_runs_xunit_style_setup_and_teardown():
         assert call_reward(reward, completions=[right, wrong], test=[test] * 2) == [1.0, 0.0]
 
 
+def test_kodcode_fixtures_monkeypatch_capsys_and_patch_mocks_as_pytest_gives_them():
+    # `monkeypatch` (in the program's process: it patches the program's modules), and `capsys`, `@patch` mocks and
+    # a mocked `input()` (judged apart): each as pytest gives it, undone after its test.
+    test = (
+        "import os\nimport random\nfrom unittest.mock import patch\nfrom solution import add_two, roll, home\n\n"
+        "def test_input(monkeypatch, capsys):\n"
+        "    answers = iter(['3', '4'])\n"
+        "    monkeypatch.setattr('builtins.input', lambda prompt='': next(answers))\n"
+        "    add_two()\n    assert capsys.readouterr().out == '7\\n'\n\n"
+        "def test_module_function(monkeypatch):\n"
+        "    monkeypatch.setattr(random, 'randint', lambda a, b: 4)\n    assert roll() == 8\n\n"
+        "def test_environment(monkeypatch):\n"
+        "    monkeypatch.setenv('HOME_NAME', 'ada')\n    assert home() == 'ada'\n"
+        "    monkeypatch.delenv('HOME_NAME')\n    assert home() is None\n\n"
+        "@patch('builtins.input', side_effect=['5', '6'])\n"
+        "def test_patched_input(mock_input, capsys):\n"
+        "    add_two()\n    out, err = capsys.readouterr()\n    assert (out, err) == ('11\\n', '')\n"
+    )
+    right = fenced(
+        "import os, random\n"
+        "def add_two():\n    print(int(input()) + int(input()))\n"
+        "def roll():\n    return 2 * random.randint(1, 6)\n"
+        "def home():\n    return os.environ.get('HOME_NAME')\n"
+    )
+    wrong = right.replace("int(input()) + int(input())", "int(input()) * 2").replace("2 * random", "3 * random")
+    reward = CodeReward(timeout=4.0)
+    assert call_reward(reward, completions=[right, wrong], test=[test] * 2) == [1.0, 1 / 4]
+
+
 def test_bigcodebench_mock_patch_reaches_the_module_the_solution_imported(reward):
     case = table.CASES["bigcodebench"][0]
     report = reward.evaluate_row(fenced(case["canonical"]), case["columns"])

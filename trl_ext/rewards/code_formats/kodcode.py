@@ -85,6 +85,74 @@ else:
     for _trl_ext_base in type(pytest.approx(0)).__mro__[1:-1]:
         __trl_ext_trust_comparison__(_trl_ext_base)
 
+class _trl_ext_MonkeyPatch:  # pytest's `monkeypatch` fixture: what it changes is undone after the test
+    _unset = object()
+    def __init__(self):
+        self._undo = []
+    def _target(self, dotted):
+        import importlib
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:end]))
+            except ImportError:
+                continue
+            for part in parts[end:]:
+                found = getattr(found, part)
+            return found
+        raise ImportError(f"cannot import {dotted!r}")
+    def setattr(self, target, name, value=_unset, raising=True):
+        if value is self._unset:
+            target, _, attribute = target.rpartition(".")
+            target, name, value = self._target(target), attribute, name
+        old = vars(target).get(name, self._unset) if isinstance(target, type) else getattr(target, name, self._unset)
+        if raising and old is self._unset:
+            raise AttributeError(f"{target!r} has no attribute {name!r}")
+        self._undo.append(lambda: setattr(target, name, old) if old is not self._unset else delattr(target, name))
+        setattr(target, name, value)
+    def delattr(self, target, name=_unset, raising=True):
+        if name is self._unset:
+            target, _, name = target.rpartition(".")
+            target = self._target(target)
+        if not hasattr(target, name):
+            if raising:
+                raise AttributeError(name)
+            return
+        old = getattr(target, name)
+        self._undo.append(lambda: setattr(target, name, old))
+        delattr(target, name)
+    def setitem(self, mapping, key, value):
+        old = mapping.get(key, self._unset)
+        self._undo.append(lambda: mapping.__setitem__(key, old) if old is not self._unset else mapping.pop(key, None))
+        mapping[key] = value
+    def delitem(self, mapping, key, raising=True):
+        if key not in mapping:
+            if raising:
+                raise KeyError(key)
+            return
+        old = mapping[key]
+        self._undo.append(lambda: mapping.__setitem__(key, old))
+        del mapping[key]
+    def setenv(self, name, value, prepend=None):
+        import os
+        value = str(value)
+        if prepend and name in os.environ:
+            value = value + prepend + os.environ[name]
+        self.setitem(os.environ, name, value)
+    def delenv(self, name, raising=True):
+        import os
+        self.delitem(os.environ, name, raising)
+    def syspath_prepend(self, path):
+        self.setattr(_trl_ext_sys, "path", [str(path)] + _trl_ext_sys.path)
+    def chdir(self, path):
+        import os
+        old = os.getcwd()
+        self._undo.append(lambda: os.chdir(old))
+        os.chdir(path)
+    def undo(self):
+        while self._undo:
+            self._undo.pop()()
+
 def __trl_ext_run_pytest__(name):
     import inspect, tempfile, pathlib, contextlib, io, collections
     CaptureResult = collections.namedtuple("CaptureResult", "out err")
@@ -132,6 +200,10 @@ def __trl_ext_run_pytest__(name):
                         buffer.seek(0); buffer.truncate()
                     return CaptureResult(out, err)
             return Captured()
+        if fixture_name == "monkeypatch":
+            patcher = _trl_ext_MonkeyPatch()
+            stack.callback(patcher.undo)
+            return patcher
         provider = getattr(globals().get(fixture_name), "__wrapped__", globals().get(fixture_name))
         if provider is None:
             __trl_ext_fail__(f"fixture {fixture_name!r} not found")
@@ -163,8 +235,8 @@ def __trl_ext_run_pytest__(name):
 
 def pytest_tests(source: str) -> list[CodeTest]:
     """One statement test per pytest-style test: top-level `test*` functions and `test*` methods of `Test*`
-    classes (fixtures defined in the file, `tmp_path`, `capsys`, `parametrize`, xunit-style `setup_method`,
-    `setup_class`, `setup_function` and their teardowns), pytest or not in the sandbox."""
+    classes (fixtures defined in the file, `tmp_path`, `capsys`, `monkeypatch`, `parametrize`, xunit-style
+    `setup_method`, `setup_class`, `setup_function` and their teardowns), pytest or not in the sandbox."""
     tree = _parse(source, "the pytest test code")
     names = []
     for node in tree.body:
