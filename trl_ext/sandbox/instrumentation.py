@@ -438,8 +438,8 @@ def judged_apart(source: str) -> bool:
     (`judge_side`): it imports standard modules only (and the program, as `solution`, and pytest, for which
     KodCode's runner stands in), none that it would have to share with the program's process, and uses no name
     that patches, captures at the descriptors or shares files with it, but to capture the program's output and
-    feed its `input()` as `judged_io` allows; a format's runner before `RUNNER_END` is not read. Other tests run in the program's
-    process, guarded (`test_process`)."""
+    feed its `input()` as `judged_io` allows; a format's runner before `RUNNER_END` is not read. Other tests run in
+    the program's process, guarded (`test_process`)."""
     tree = parse(source.rpartition(RUNNER_END)[2])
     standard = set(sys.stdlib_module_names) - _SHARED_WITH_THE_PROGRAM
     for name in _imports(tree):

@@ -399,14 +399,21 @@ class Program:
         (`test_process._judged_apart`). Past `max_output` characters in all, the test fails, as a stdin/stdout
         test's program printing more is killed: the judge holds no more of it."""
         for key, stream in (("out", "stdout"), ("err", "stderr")):
-            if key in message:
-                if type(message[key]) is not str:
-                    raise ProtocolError("not output")
+            if key not in message:
+                continue
+            if type(message[key]) is not str:
+                self.broken = "not output"
+            else:
                 self.output_left -= len(message[key])
                 if self.output_left < 0:
                     self.broken = "the program printed more than the output limit"
-                    raise ProtocolError(self.broken)
-                getattr(sys, stream).write(message[key])
+            if self.broken is None:
+                try:
+                    getattr(sys, stream).write(message[key])
+                except Exception as error:  # noqa: BLE001 - the test closed or replaced its stream
+                    self.broken = f"the test's {stream} refused the program's output: {type(error).__name__}"
+            if self.broken is not None:
+                raise ProtocolError(self.broken)
 
     def _handle(self, message):
         self._write_output(message)
