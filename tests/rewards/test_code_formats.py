@@ -327,8 +327,8 @@ def test_kodcode_fixtures_monkeypatch_capsys_and_patch_mocks_as_pytest_gives_the
         "def home():\n    return os.environ.get('HOME_NAME')\n"
     )
     wrong = right.replace("int(input()) + int(input())", "int(input()) * 2").replace("2 * random", "3 * random")
-    reward = CodeReward(timeout=4.0)
-    assert call_reward(reward, completions=[right, wrong], test=[test] * 2) == [1.0, 1 / 4]
+    for reward in (CodeReward(timeout=4.0), CodeReward(timeout=6.0, site_packages=True)):  # no pytest / pytest
+        assert call_reward(reward, completions=[right, wrong], test=[test] * 2) == [1.0, 1 / 4]
 
 
 def test_bigcodebench_mock_patch_reaches_the_module_the_solution_imported(reward):

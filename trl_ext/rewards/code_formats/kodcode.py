@@ -85,7 +85,7 @@ else:
     for _trl_ext_base in type(pytest.approx(0)).__mro__[1:-1]:
         __trl_ext_trust_comparison__(_trl_ext_base)
 
-class _trl_ext_MonkeyPatch:  # pytest's `monkeypatch` fixture: what it changes is undone after the test
+class _trl_ext_MonkeyPatch:  # a stand-in for pytest's `monkeypatch`: what it changes is undone after the test
     _unset = object()
     def __init__(self):
         self._undo = []
@@ -200,8 +200,8 @@ def __trl_ext_run_pytest__(name):
                         buffer.seek(0); buffer.truncate()
                     return CaptureResult(out, err)
             return Captured()
-        if fixture_name == "monkeypatch":
-            patcher = _trl_ext_MonkeyPatch()
+        if fixture_name == "monkeypatch":  # pytest's own where the sandbox has it
+            patcher = pytest.MonkeyPatch() if hasattr(pytest, "MonkeyPatch") else _trl_ext_MonkeyPatch()
             stack.callback(patcher.undo)
             return patcher
         provider = getattr(globals().get(fixture_name), "__wrapped__", globals().get(fixture_name))
